@@ -1,0 +1,34 @@
+# membot: the two commands you need are `make run` and `make test`.
+UV ?= uv
+PYTHON ?= python3
+
+.PHONY: install run check-config test test-fast lint format typecheck bench clean
+
+install: ## install uv if missing, then the locked dependencies into .venv
+	@command -v $(UV) >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --locked
+
+run: install ## start the bot (reads .env)
+	$(UV) run --locked membot run
+
+check-config: install ## validate .env and print the settings, secrets masked
+	$(UV) run --locked membot check-config
+
+test: install ## the whole test suite, offline
+	$(UV) run --locked pytest -q
+
+lint: install ## ruff check + ruff format --check + mypy
+	$(UV) run --locked ruff check src tests bench
+	$(UV) run --locked ruff format --check src tests bench
+	$(UV) run --locked mypy
+
+format: install
+	$(UV) run --locked ruff check --fix src tests bench
+	$(UV) run --locked ruff format src tests bench
+
+bench: install ## benchmarks: prints a table, writes bench/results.json
+	$(UV) run --locked python -m bench
+
+clean: ## caches and build output; never touches data/
+	rm -rf .pytest_cache .ruff_cache .mypy_cache build dist src/*.egg-info
+	find . -path ./data -prune -o -path ./.venv -prune -o -type d -name __pycache__ -print0 | xargs -0 rm -rf

@@ -1,0 +1,1 @@
+"""Benchmarks for membot: `make bench` (python -m bench)."""

@@ -1,0 +1,106 @@
+"""Wiring: build the long-lived objects once, hand them to aiogram, poll, shut down cleanly."""
+
+from __future__ import annotations
+
+import logging
+
+from aiogram import Bot, Dispatcher
+from aiogram.client.default import DefaultBotProperties
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.types import BotCommand, LinkPreviewOptions
+
+from membot.agent import Agent
+from membot.bot import texts
+from membot.bot.handlers import build_routers
+from membot.bot.middlewares import AccessMiddleware, ChatSequencer
+from membot.config import Settings
+from membot.llm.client import ChatModel, OpenAIChatModel
+from membot.llm.prompt import PromptBuilder
+from membot.llm.summarizer import Summarizer
+from membot.memory.base import ChatRepository
+from membot.memory.files import FileRepository
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 30.0
+
+
+def build_model(settings: Settings) -> ChatModel:
+    return OpenAIChatModel(
+        api_key=settings.openrouter_api_key.get_secret_value(),
+        base_url=settings.openrouter_base_url,
+        model=settings.openrouter_model,
+        timeout=settings.llm_timeout,
+        retries=2 if settings.enable_retry else 0,
+    )
+
+
+def build_agent(settings: Settings, model: ChatModel, repository: ChatRepository) -> Agent:
+    return Agent(
+        model=model,
+        repository=repository,
+        prompts=PromptBuilder(settings.system_prompt),
+        summarizer=Summarizer(
+            model,
+            repository,
+            every=settings.summary_every,
+            language=settings.summary_language,
+        ),
+        window_size=settings.window_size,
+    )
+
+
+class MembotApp:
+    """One bot process: settings in, polling loop out. `run()` until `stop()` or a signal."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.repository: ChatRepository = FileRepository(settings.data_dir)
+        self.model = build_model(settings)
+        self.agent = build_agent(settings, self.model, self.repository)
+        self.sequencer = ChatSequencer()
+        self.bot = Bot(
+            token=settings.telegram_bot_token.get_secret_value(),
+            session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
+            default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
+        )
+        self.dispatcher = Dispatcher(
+            settings=settings, agent=self.agent, repository=self.repository
+        )
+        self.dispatcher.update.outer_middleware(self.sequencer)
+        self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
+        self.dispatcher.include_routers(*build_routers())
+        self.dispatcher.startup.register(self._on_startup)
+        self.dispatcher.shutdown.register(self._on_shutdown)
+
+    async def _on_startup(self, bot: Bot) -> None:
+        await bot.delete_webhook(drop_pending_updates=False)
+        await bot.set_my_commands([BotCommand(command=c, description=d) for c, d in texts.COMMANDS])
+        if not self.settings.allowed_user_ids:
+            log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
+        log.info(
+            "membot started: model=%s data_dir=%s window=%d summary_every=%d",
+            self.settings.openrouter_model,
+            self.settings.data_dir,
+            self.settings.window_size,
+            self.settings.summary_every,
+        )
+
+    async def _on_shutdown(self) -> None:
+        # Polling has stopped; let updates already being answered finish, then the summaries.
+        await self.sequencer.wait_idle(SHUTDOWN_GRACE)
+        await self.agent.aclose()
+        await self.model.close()
+        await self.repository.close()
+        log.info("membot stopped")
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        await self.dispatcher.start_polling(
+            self.bot,
+            handle_signals=handle_signals,
+            allowed_updates=self.dispatcher.resolve_used_update_types(),
+        )
+
+    async def stop(self) -> None:
+        await self.dispatcher.stop_polling()

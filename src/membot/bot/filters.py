@@ -1,0 +1,42 @@
+"""Filters: when is a message meant for the bot."""
+
+from __future__ import annotations
+
+from aiogram import Bot
+from aiogram.filters import Filter
+from aiogram.types import Message
+
+
+class AddressedToBot(Filter):
+    """Private chats: always. Groups: a mention of the bot, or a reply to one of its messages.
+
+    (Commands in groups are matched by aiogram's Command filter, which checks the @mention.)
+    """
+
+    async def __call__(self, message: Message, bot: Bot) -> bool:
+        if message.chat.type == "private":
+            return True
+        me = await bot.me()  # cached by aiogram after the first call
+        reply = message.reply_to_message
+        if reply is not None and reply.from_user is not None and reply.from_user.id == me.id:
+            return True
+        text = message.text or message.caption or ""
+        for entity in message.entities or message.caption_entities or []:
+            if entity.type == "mention" and me.username:
+                mention = entity.extract_from(text)
+                if mention.lower() == f"@{me.username.lower()}":
+                    return True
+            if entity.type == "text_mention" and entity.user and entity.user.id == me.id:
+                return True
+        return False
+
+
+def strip_mention(text: str, username: str | None) -> str:
+    """Remove '@botname' from a group message, so the model sees what was said."""
+    if not username:
+        return text
+    tag = f"@{username}"
+    idx = text.lower().find(tag.lower())
+    if idx < 0:
+        return text
+    return (text[:idx] + text[idx + len(tag) :]).strip(" ,:\n") or text

@@ -1,0 +1,14 @@
+"""Routers, one per concern, built fresh for each dispatcher. Order matters."""
+
+from aiogram import Router
+
+from membot.bot.handlers import chat, commands, errors, other
+
+
+def build_routers() -> list[Router]:
+    return [
+        commands.build_router(),
+        chat.build_router(),
+        other.build_router(),
+        errors.build_router(),
+    ]

@@ -1,0 +1,39 @@
+"""/start, /help, /summary, /reset."""
+
+from __future__ import annotations
+
+from aiogram import Router
+from aiogram.filters import Command, CommandStart
+from aiogram.types import Message
+
+from membot.agent import Agent
+from membot.bot import texts
+from membot.bot.render import send_markdown
+from membot.config import Settings
+
+
+def build_router() -> Router:
+    router = Router(name="commands")
+
+    @router.message(CommandStart())
+    async def start(message: Message) -> None:
+        await message.answer(texts.START)
+
+    @router.message(Command("help"))
+    async def help_(message: Message) -> None:
+        await message.answer(texts.HELP)
+
+    @router.message(Command("reset"))
+    async def reset(message: Message, agent: Agent) -> None:
+        await agent.reset(message.chat.id)
+        await message.answer(texts.RESET_DONE)
+
+    @router.message(Command("summary"))
+    async def summary(message: Message, agent: Agent, settings: Settings) -> None:
+        text = await agent.summary(message.chat.id)
+        if not text:
+            await message.answer(texts.NO_SUMMARY.format(every=settings.summary_every))
+            return
+        await send_markdown(message.bot, message.chat.id, texts.SUMMARY.format(summary=text))  # type: ignore[arg-type]
+
+    return router

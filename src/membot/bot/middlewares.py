@@ -1,0 +1,80 @@
+"""Update pipeline pieces: one chat at a time, and who may talk to the bot."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiogram import BaseMiddleware
+from aiogram.types import Chat, Message, TelegramObject
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
+
+NOT_ALLOWED = "Sorry, this bot is private."
+
+
+class ChatSequencer(BaseMiddleware):
+    """Outer update middleware: the updates of one chat run strictly one after another.
+
+    aiogram runs every update as its own task, in arrival order. Each task takes its chat's
+    lock before its first real await, and asyncio.Lock wakes waiters first-in first-out,
+    so a chat's updates are handled in the order Telegram sent them, while different chats
+    run concurrently. It also counts updates in flight so shutdown can wait for them.
+    """
+
+    def __init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        chat: Chat | None = data.get("event_chat")
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            if chat is None:
+                return await handler(event, data)
+            lock = self._locks.get(chat.id)
+            if lock is None:
+                lock = self._locks[chat.id] = asyncio.Lock()
+            async with lock:
+                return await handler(event, data)
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.set()
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until no update is being handled; False if `timeout` passed first."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            log.warning("shutdown: %d update(s) still in flight", self._in_flight)
+            return False
+        return True
+
+
+class AccessMiddleware(BaseMiddleware):
+    """Inner message middleware (runs only once a handler matched): the allowlist.
+
+    Being inner, it never answers group chatter that was not addressed to the bot.
+    """
+
+    def __init__(self, allowed_user_ids: frozenset[int]) -> None:
+        self.allowed = allowed_user_ids
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        if not self.allowed or not isinstance(event, Message):
+            return await handler(event, data)
+        user = event.from_user
+        if user is None or user.id not in self.allowed:
+            log.info("refused user %s in chat %s", user.id if user else None, event.chat.id)
+            await event.answer(NOT_ALLOWED)
+            return None
+        return await handler(event, data)

@@ -1,0 +1,172 @@
+"""LLM Markdown -> Telegram messages: entities (never a parse mode), split at 4096 UTF-16 units."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import telegramify_markdown
+from aiogram import Bot
+from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.types import MessageEntity, ReplyParameters
+
+log = logging.getLogger(__name__)
+
+TELEGRAM_LIMIT = 4096
+MAX_RETRY_AFTER = 30.0
+# Telegram applies at most 100 entities per message; more are an error in some clients.
+MAX_ENTITIES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One Telegram message: plain text plus entities with UTF-16 offsets."""
+
+    text: str
+    entities: list[dict[str, Any]] = field(default_factory=list)
+
+
+def render(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[Part]:
+    """Convert the model's Markdown and split it into parts Telegram accepts."""
+    try:
+        text, entities = telegramify_markdown.convert(markdown)
+        ents = [e.to_dict() for e in entities]
+    except Exception:  # a converter bug must never cost the user the answer
+        log.exception("markdown conversion failed; sending plain text")
+        text, ents = markdown, []
+    if not text.strip():
+        text, ents = markdown, []
+    return split_message(text, ents, limit)
+
+
+def _utf16_offsets(text: str) -> list[int]:
+    offsets = [0] * (len(text) + 1)
+    cum = 0
+    for i, ch in enumerate(text):
+        offsets[i] = cum
+        cum += 2 if ord(ch) > 0xFFFF else 1
+    offsets[len(text)] = cum
+    return offsets
+
+
+def split_message(text: str, entities: list[dict[str, Any]], limit: int) -> list[Part]:
+    """Split into parts of at most `limit` UTF-16 units.
+
+    Cuts at the last paragraph break that fits, else a line break, else a space, else
+    anywhere (never inside a surrogate pair). A cut never lands inside a code block when a
+    break outside one fits. An entity that spans a cut is clipped into both parts, so a code
+    block split in two is closed in the first part and reopened in the second.
+    """
+    offsets = _utf16_offsets(text)
+    pre_ranges = [
+        (e["offset"], e["offset"] + e["length"]) for e in entities if e["type"] in ("pre", "code")
+    ]
+
+    def in_code(pos: int) -> bool:
+        u = offsets[pos]
+        return any(start < u < end for start, end in pre_ranges)
+
+    cuts: list[tuple[int, int]] = []
+    start = 0
+    n = len(text)
+    while start < n:
+        if offsets[n] - offsets[start] <= limit:
+            cuts.append((start, n))
+            break
+        # Largest end index whose part fits (binary search over UTF-16 offsets).
+        budget = offsets[start] + limit
+        lo_idx, hi_idx = start, n
+        while lo_idx < hi_idx:
+            mid = (lo_idx + hi_idx + 1) // 2
+            if offsets[mid] <= budget:
+                lo_idx = mid
+            else:
+                hi_idx = mid - 1
+        hi = lo_idx
+        cut = _best_cut(text, start, hi, in_code)
+        cuts.append((start, cut))
+        start = cut
+    parts: list[Part] = []
+    for a, b in cuts:
+        chunk = text[a:b]
+        # Trailing and leading newlines at a cut carry nothing: drop them.
+        stripped = chunk.rstrip("\n")
+        lead = len(chunk) - len(chunk.lstrip("\n"))
+        if not stripped.strip():
+            continue
+        ua2 = offsets[a + lead]
+        ub2 = offsets[a + len(stripped)]
+        part_ents = []
+        for e in entities:
+            s, t = max(e["offset"], ua2), min(e["offset"] + e["length"], ub2)
+            if s < t:
+                part_ents.append({**e, "offset": s - ua2, "length": t - s})
+        parts.append(Part(text=chunk[lead : len(stripped)], entities=part_ents[:MAX_ENTITIES]))
+    return parts
+
+
+def _best_cut(text: str, start: int, hi: int, in_code: Any) -> int:
+    """Index in (start, hi] to end a part at; hi is the furthest one that fits."""
+    floor = start + max(1, (hi - start) // 3)  # avoid tiny parts when a better break exists
+    window = text[start:hi]
+    for sep, allow_code in (("\n\n", False), ("\n", False), ("\n", True), (" ", True)):
+        pos = len(window)
+        while True:
+            pos = window.rfind(sep, 0, pos)
+            if pos < 0:
+                break
+            cut = start + pos + len(sep)
+            if cut <= floor:
+                break
+            if allow_code or not in_code(cut):
+                return cut
+    # No break fits: cut hard. Indices are characters, so a surrogate pair stays whole.
+    return hi if hi > start else start + 1
+
+
+async def send_markdown(
+    bot: Bot,
+    chat_id: int,
+    markdown: str,
+    *,
+    reply_to: int | None = None,
+) -> None:
+    """Send an answer as one or more messages, in order.
+
+    A part Telegram rejects with entities is re-sent as plain text; a flood-wait is waited
+    out (bounded) and retried.
+    """
+    for index, part in enumerate(render(markdown)):
+        # Only the first part replies to the user's message (it threads the answer in groups).
+        reply = (
+            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to is not None and index == 0
+            else None
+        )
+        await _send_part(bot, chat_id, part, reply)
+
+
+async def _send_part(bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None) -> None:
+    entities = [MessageEntity(**e) for e in part.entities] or None
+    for attempt in range(3):
+        try:
+            await bot.send_message(
+                chat_id, part.text, entities=entities, reply_parameters=reply, parse_mode=None
+            )
+            return
+        except TelegramRetryAfter as exc:
+            if attempt == 2 or exc.retry_after > MAX_RETRY_AFTER:
+                raise
+            log.warning("chat %s: flood control, retrying in %ss", chat_id, exc.retry_after)
+            await asyncio.sleep(exc.retry_after)
+        except TelegramBadRequest as exc:
+            if entities is None:
+                raise
+            log.warning(
+                "chat %s: Telegram rejected formatting (%s); resending as plain text",
+                chat_id,
+                exc.message,
+            )
+            entities = None

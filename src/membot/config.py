@@ -1,0 +1,127 @@
+"""Settings: read once from the environment and `.env`, validated, passed down as one object."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are membot, a helpful assistant in a Telegram chat. "
+    "Answer clearly and concisely, in the language the user writes in. "
+    "You may use Markdown: bold, italics, inline code, code blocks and lists."
+)
+
+
+class ConfigError(Exception):
+    """A setting is missing or invalid; the message is one line that names the variable."""
+
+
+class Settings(BaseSettings):
+    """Every knob of membot. Field names map 1:1 to environment variables (upper case)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        # Secrets and prompts are user text: keep them byte-exact.
+        str_strip_whitespace=False,
+    )
+
+    telegram_bot_token: SecretStr = Field(min_length=1)
+    telegram_api_base: str = "https://api.telegram.org"
+    openrouter_api_key: SecretStr = Field(min_length=1)
+    openrouter_base_url: str = "https://openrouter.ai/api/v1"
+    openrouter_model: str = Field(default="openrouter/auto", min_length=1)
+    data_dir: Path = Path("data")
+    window_size: int = Field(default=20, ge=1, le=500)
+    summary_every: int = Field(default=20, ge=2, le=10_000)
+    summary_language: str = ""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    llm_timeout: float = Field(default=60.0, gt=0, le=600)
+    enable_retry: bool = False
+    allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
+    @field_validator("telegram_api_base", "openrouter_base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _parse_ids(cls, value: Any) -> Any:
+        # Comma-separated in the environment ("123, 456"); empty means open to everyone.
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(",") if p.strip()]
+            try:
+                return frozenset(int(p) for p in parts)
+            except ValueError:
+                raise ValueError("must be a comma-separated list of integer user ids") from None
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _prompt_default_when_blank(cls, value: str) -> str:
+        # `SYSTEM_PROMPT=` in .env means "no opinion", not "no system prompt".
+        return value if value.strip() else DEFAULT_SYSTEM_PROMPT
+
+    def masked(self) -> dict[str, str]:
+        """The settings as printable strings, secrets masked (for `membot check-config`)."""
+        out: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                raw = value.get_secret_value()
+                shown = f"{raw[:4]}…({len(raw)} chars)" if len(raw) > 8 else "***"
+            elif isinstance(value, frozenset):
+                shown = ",".join(str(v) for v in sorted(value)) or "(everyone)"
+            else:
+                shown = str(value)
+            out[name.upper()] = shown
+        return out
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings or raise ConfigError with one line naming the first bad variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        var = str(err["loc"][0]).upper() if err["loc"] else "settings"
+        if err["type"] == "missing":
+            problems.append(f"{var} is required but not set")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{var} is invalid: {msg}")
+    return "configuration error: " + "; ".join(problems)
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    # aiogram logs every handled update at INFO; keep that out of INFO-level output.
+    logging.getLogger("aiogram.event").setLevel(max(logging.getLevelName(level), logging.WARNING))
+    # httpx (under openai) logs request URLs at INFO; not secret, but noisy.
+    for noisy in ("httpx", "httpx2"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

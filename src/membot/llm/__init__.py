@@ -1,0 +1,1 @@
+"""The model: client, prompt builder, summarizer."""

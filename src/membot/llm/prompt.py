@@ -1,0 +1,85 @@
+"""Turns a chat's memory and a new message into the messages the model sees."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from membot.llm.client import ChatMessage
+from membot.memory.models import Message
+
+SUMMARY_HEADER = (
+    "Summary of the earlier conversation (older messages that are no longer shown; "
+    "use it as background knowledge):"
+)
+WITH_HISTORY = (
+    "The messages that follow are the most recent part of this conversation. Use them "
+    "as context for your answer, but do not repeat or re-answer them: reply to the last "
+    "message only."
+)
+NO_HISTORY = (
+    "There is no earlier conversation: treat the next message as the first one in this chat."
+)
+GROUP_NOTE = (
+    "This is a group chat: each user message starts with the sender's name, like "
+    '"Name: text". Address people by name when it helps.'
+)
+
+
+class PromptBuilder:
+    """system prompt + labelled summary + how to use the history + window + new message."""
+
+    def __init__(self, system_prompt: str) -> None:
+        self.system_prompt = system_prompt.strip()
+
+    def build(
+        self,
+        *,
+        summary: str,
+        history: Sequence[Message],
+        new: Message,
+        group: bool = False,
+        extra_system: Sequence[str] = (),
+    ) -> list[ChatMessage]:
+        history = trim_orphans(history)
+        sections = [self.system_prompt, *extra_system]
+        if group:
+            sections.append(GROUP_NOTE)
+        if summary.strip():
+            sections.append(f"{SUMMARY_HEADER}\n{summary.strip()}")
+        sections.append(WITH_HISTORY if history or summary.strip() else NO_HISTORY)
+        messages: list[ChatMessage] = [{"role": "system", "content": "\n\n".join(sections)}]
+        messages.extend(to_chat_message(m, group=group) for m in history)
+        messages.append(to_chat_message(new, group=group))
+        return messages
+
+
+def to_chat_message(message: Message, *, group: bool = False) -> ChatMessage:
+    """One stored message in the OpenAI chat format."""
+    if message.role == "user":
+        content = message.content
+        if group and message.name:
+            content = f"{message.name}: {content}"
+        return {"role": "user", "content": content}
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+    out: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [dict(tc) for tc in message.tool_calls]
+    return out
+
+
+def trim_orphans(history: Sequence[Message]) -> list[Message]:
+    """Drop what a window cut may leave dangling at its start.
+
+    Providers reject a `tool` message whose assistant tool call is not before it, so a
+    window must not begin inside a tool exchange.
+    """
+    start = 0
+    while start < len(history) and history[start].role == "tool":
+        start += 1
+    return list(history[start:])

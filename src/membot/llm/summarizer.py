@@ -1,0 +1,110 @@
+"""The rolling summary: every SUMMARY_EVERY messages, merge the old summary and the new block."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from membot.llm.client import ChatModel
+from membot.llm.errors import LLMError
+from membot.memory.base import ChatRepository
+from membot.memory.models import Message
+
+log = logging.getLogger(__name__)
+
+# A summarizer that failed for a long time must not send the whole backlog in one prompt.
+MAX_BLOCK_FACTOR = 5
+TOOL_RESULT_CHARS = 500
+
+INSTRUCTIONS = (
+    "You maintain the running summary of a conversation between a user and an AI "
+    "assistant. Merge the previous summary (if any) and the new messages into one updated "
+    "summary. Write one short paragraph of 5 to 8 lines: no lists, no headings, no "
+    "preamble. Keep what matters later: who the user is, names, facts, preferences, "
+    "decisions, open questions and promises; drop greetings and small talk. "
+    "Write the summary in {language}."
+)
+
+
+class Summarizer:
+    """Makes and merges summaries. Never raises: a failure is retried at a later turn."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        repository: ChatRepository,
+        *,
+        every: int,
+        language: str = "",
+    ) -> None:
+        self.model = model
+        self.repository = repository
+        self.every = every
+        self.language = language.strip() or "the language of the conversation"
+
+    def due(self, messages_total: int, summarized_upto: int) -> bool:
+        return messages_total - summarized_upto >= self.every
+
+    async def maybe_summarize(self, chat_id: int) -> bool:
+        """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did."""
+        meta = await self.repository.get_meta(chat_id)
+        if not self.due(meta.messages_total, meta.summarized_upto):
+            return False
+        backlog = min(meta.unsummarized, self.every * MAX_BLOCK_FACTOR)
+        if backlog < meta.unsummarized:
+            log.warning(
+                "chat %s: %d messages await a summary; summarizing the last %d",
+                chat_id,
+                meta.unsummarized,
+                backlog,
+            )
+        block = [m for m in await self.repository.tail(chat_id, backlog)]
+        block = [m for m in block if m.seq > meta.summarized_upto]
+        if not block:
+            return False
+        previous = await self.repository.get_summary(chat_id)
+        try:
+            response = await self.model.complete(
+                self.build_messages(previous, block), purpose="summary"
+            )
+        except LLMError as exc:
+            log.error("chat %s: summary failed (%s); will retry at a later turn", chat_id, exc)
+            return False
+        text = response.content.strip()
+        if not text:
+            log.error("chat %s: summary came back empty; will retry at a later turn", chat_id)
+            return False
+        await self.repository.save_summary(chat_id, text, block[0].seq, block[-1].seq)
+        log.info(
+            "chat %s: summary %s for messages %d-%d",
+            chat_id,
+            "merged" if previous else "created",
+            block[0].seq,
+            block[-1].seq,
+        )
+        return True
+
+    def build_messages(self, previous: str, block: Sequence[Message]) -> list[dict[str, str]]:
+        transcript = "\n".join(_line(m) for m in block)
+        parts = [
+            f"Previous summary:\n{previous.strip()}"
+            if previous.strip()
+            else "Previous summary: none",
+            f"New messages:\n{transcript}",
+        ]
+        return [
+            {"role": "system", "content": INSTRUCTIONS.format(language=self.language)},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
+
+
+def _line(message: Message) -> str:
+    if message.role == "user":
+        who = f"User ({message.name})" if message.name else "User"
+        return f"{who}: {message.content}"
+    if message.role == "tool":
+        return f"Tool result: {message.content[:TOOL_RESULT_CHARS]}"
+    if message.tool_calls and not message.content.strip():
+        names = ", ".join(str(tc.get("function", {}).get("name")) for tc in message.tool_calls)
+        return f"Assistant (used tools: {names})"
+    return f"Assistant: {message.content}"

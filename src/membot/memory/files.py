@@ -1,0 +1,390 @@
+"""The embedded default backend: one directory of plain files per chat.
+
+DATA_DIR/<chat_id>/
+    messages.txt    JSON Lines, append-only; the source of truth for the archive
+    summary.txt     the current rolling summary (replaced atomically)
+    summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
+    meta.json       counters, timestamps, settings (replaced atomically)
+
+All blocking file work runs in worker threads, never in the event loop. Appends are one
+`write()` of whole lines on an O_APPEND descriptor followed by fdatasync, so a kill -9 can
+at worst leave one torn last line, which readers skip and the next append terminates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from membot.memory.models import ChatContext, ChatMeta, CorruptRecord, Message, Summary, utcnow
+
+log = logging.getLogger(__name__)
+
+MESSAGES = "messages.txt"
+SUMMARY = "summary.txt"
+SUMMARIES_LOG = "summaries.log"
+META = "meta.json"
+
+_BLOCK = 64 * 1024
+
+
+def chat_key(chat_id: int) -> str:
+    """The only way a chat id becomes a path component: it must be a real integer."""
+    if isinstance(chat_id, bool) or not isinstance(chat_id, int):
+        raise TypeError(f"chat_id must be an int, not {type(chat_id).__name__}")
+    return str(chat_id)
+
+
+class FileRepository:
+    """ChatRepository over plain files. Single-process: locks are per chat, in this process."""
+
+    def __init__(self, data_dir: Path | str) -> None:
+        self.root = Path(data_dir)
+        # Entries vanish once no coroutine holds the lock: no per-chat state accumulates.
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def chat_dir(self, chat_id: int) -> Path:
+        return self.root / chat_key(chat_id)
+
+    def _lock(self, chat_id: int) -> asyncio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[chat_id] = lock
+        return lock
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def tail(self, chat_id: int, limit: int) -> list[Message]:
+        if limit <= 0:
+            return []
+        path = self.chat_dir(chat_id) / MESSAGES
+        return await asyncio.to_thread(_read_tail, path, limit)
+
+    async def context(self, chat_id: int, limit: int) -> ChatContext:
+        return await asyncio.to_thread(self._context_sync, chat_id, limit)
+
+    async def iter_messages(self, chat_id: int) -> AsyncIterator[Message]:
+        path = self.chat_dir(chat_id) / MESSAGES
+        reader = _ForwardReader(path)
+        try:
+            while batch := await asyncio.to_thread(reader.next_batch):
+                for message in batch:
+                    yield message
+        finally:
+            reader.close()
+
+    async def get_summary(self, chat_id: int) -> str:
+        path = self.chat_dir(chat_id) / SUMMARY
+        return await asyncio.to_thread(_read_text, path)
+
+    async def get_meta(self, chat_id: int) -> ChatMeta:
+        return await asyncio.to_thread(self._load_meta, chat_id)
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def append(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        async with self._lock(chat_id):
+            return await asyncio.to_thread(self._append_sync, chat_id, messages)
+
+    async def save_summary(self, chat_id: int, text: str, covers_from: int, covers_to: int) -> None:
+        summary = Summary(text=text, covers_from=covers_from, covers_to=covers_to)
+        async with self._lock(chat_id):
+            await asyncio.to_thread(self._save_summary_sync, chat_id, summary)
+
+    async def update_settings(self, chat_id: int, **settings: object) -> ChatMeta:
+        async with self._lock(chat_id):
+            return await asyncio.to_thread(self._update_settings_sync, chat_id, settings)
+
+    async def reset(self, chat_id: int) -> None:
+        async with self._lock(chat_id):
+            await asyncio.to_thread(self._reset_sync, chat_id)
+
+    async def close(self) -> None:
+        return None
+
+    # -- sync internals (worker threads) --------------------------------------------------
+
+    def _context_sync(self, chat_id: int, limit: int) -> ChatContext:
+        directory = self.chat_dir(chat_id)
+        history = _read_tail(directory / MESSAGES, max(limit, 1))
+        total = history[-1].seq if history else 0
+        meta = self._load_meta(chat_id, known_total=total)
+        return ChatContext(
+            history=history[-limit:] if limit > 0 else [],
+            summary=_read_text(directory / SUMMARY),
+            meta=meta,
+        )
+
+    def _append_sync(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
+        directory = self.chat_dir(chat_id)
+        new_dir = not directory.exists()
+        # Chats are private: only the bot's user may read them.
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if new_dir:
+            _fsync_dir(self.root)
+        path = directory / MESSAGES
+        last = _read_tail(path, 1)
+        seq = last[0].seq if last else 0
+        stored = []
+        for message in messages:
+            seq += 1
+            stored.append(replace(message, seq=seq))
+        payload = "".join(m.to_json() + "\n" for m in stored).encode()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            if _ends_torn(fd):
+                # A crash tore the last line: end it so our first line starts clean.
+                log.warning("chat %s: terminating a torn last line in %s", chat_id, MESSAGES)
+                payload = b"\n" + payload
+            _write_all(fd, payload)
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        if new_dir:
+            _fsync_dir(directory)
+        meta = self._load_meta(chat_id, known_total=seq)
+        now = utcnow()
+        meta.created_at = meta.created_at or now
+        meta.updated_at = now
+        _write_json_atomic(directory / META, meta.to_dict())
+        return stored
+
+    def _save_summary_sync(self, chat_id: int, summary: Summary) -> None:
+        directory = self.chat_dir(chat_id)
+        meta = self._load_meta(chat_id)
+        if summary.covers_to > meta.messages_total:
+            # The chat was reset while the summarizer worked: this summary is of a dead past.
+            log.info("chat %s: dropping a summary made before a reset", chat_id)
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        _write_text_atomic(directory / SUMMARY, summary.text)
+        with open(directory / SUMMARIES_LOG, "a", encoding="utf-8") as fh:
+            fh.write(summary.to_json() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
+        meta.summaries_made += 1
+        meta.last_summary_at = summary.ts
+        meta.updated_at = summary.ts
+        _write_json_atomic(directory / META, meta.to_dict())
+
+    def _update_settings_sync(self, chat_id: int, settings: dict[str, Any]) -> ChatMeta:
+        directory = self.chat_dir(chat_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        meta = self._load_meta(chat_id)
+        for key, value in settings.items():
+            if value is None:
+                meta.settings.pop(key, None)
+            else:
+                meta.settings[key] = value
+        meta.updated_at = utcnow()
+        _write_json_atomic(directory / META, meta.to_dict())
+        return meta
+
+    def _reset_sync(self, chat_id: int) -> None:
+        directory = self.chat_dir(chat_id)
+        if not directory.exists():
+            return
+        # Rename first so that the chat is gone at once, even if the delete is interrupted.
+        grave = self.root / f".deleted-{chat_key(chat_id)}-{uuid.uuid4().hex}"
+        os.replace(directory, grave)
+        _fsync_dir(self.root)
+        shutil.rmtree(grave, ignore_errors=True)
+
+    def _load_meta(self, chat_id: int, known_total: int | None = None) -> ChatMeta:
+        """meta.json, reconciled with the files: the archive is the source of truth."""
+        directory = self.chat_dir(chat_id)
+        path = directory / META
+        meta: ChatMeta | None = None
+        try:
+            meta = ChatMeta.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, CorruptRecord) as exc:
+            log.warning("chat %s: unreadable %s (%s); rebuilding it", chat_id, META, exc)
+            meta = None
+        if meta is None:
+            meta = ChatMeta(chat_id=chat_id)
+            meta.summarized_upto = _last_summary_upto(directory / SUMMARIES_LOG)
+        if known_total is None:
+            last = _read_tail(directory / MESSAGES, 1)
+            known_total = last[0].seq if last else 0
+        # A crash between the append and the meta write leaves meta behind; the file wins.
+        meta.messages_total = known_total
+        meta.chat_id = chat_id
+        return meta
+
+
+# -- file helpers -----------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _read_tail(path: Path, limit: int) -> list[Message]:
+    """The last `limit` readable messages, reading backwards in blocks from the end."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; a context manager would nest deep
+    except FileNotFoundError:
+        return []
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end == 0:
+            return []
+        fh.seek(end - 1)
+        # Without a final newline the last line was torn by a crash mid-write.
+        unterminated = fh.read(1) != b"\n"
+        pos = end
+        carry = b""
+        found: list[Message] = []
+        first = True
+        while pos > 0 and len(found) < limit:
+            step = min(_BLOCK, pos)
+            pos -= step
+            fh.seek(pos)
+            lines = (fh.read(step) + carry).split(b"\n")
+            # The first piece may be the end of a line that starts in an earlier block.
+            carry = lines.pop(0) if pos > 0 else b""
+            for raw in reversed(lines):
+                if len(found) >= limit:
+                    break
+                message = _parse_line(raw, path, torn=first and unterminated)
+                first = False
+                if message is not None:
+                    found.append(message)
+        if carry and len(found) < limit:
+            message = _parse_line(carry, path, torn=first and unterminated)
+            if message is not None:
+                found.append(message)
+    found.reverse()
+    return found
+
+
+def _parse_line(raw: bytes, path: Path, *, torn: bool) -> Message | None:
+    if not raw.strip():
+        return None
+    try:
+        return Message.from_json(raw)
+    except CorruptRecord as exc:
+        what = "torn last line" if torn else "corrupt line"
+        log.warning("skipping a %s in %s (%s)", what, path, exc)
+        return None
+
+
+class _ForwardReader:
+    """Reads messages.txt front to back in batches, for archive scans."""
+
+    def __init__(self, path: Path, batch_bytes: int = 1 << 20) -> None:
+        self.path = path
+        self.batch_bytes = batch_bytes
+        self._fh: Any = None
+        self._carry = b""
+        self._done = False
+
+    def next_batch(self) -> list[Message]:
+        if self._done:
+            return []
+        if self._fh is None:
+            try:
+                self._fh = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+            except FileNotFoundError:
+                self._done = True
+                return []
+        out: list[Message] = []
+        while not out:
+            chunk = self._fh.read(self.batch_bytes)
+            if not chunk:
+                self._done = True
+                if self._carry:
+                    message = _parse_line(self._carry, self.path, torn=True)
+                    self._carry = b""
+                    if message is not None:
+                        out.append(message)
+                return out
+            lines = (self._carry + chunk).split(b"\n")
+            self._carry = lines.pop()
+            out.extend(m for m in (_parse_line(r, self.path, torn=False) for r in lines) if m)
+        return out
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+def iter_lines_sync(path: Path) -> Iterator[Message]:
+    """Synchronous archive scan for offline tools (benchmarks, operator commands)."""
+    reader = _ForwardReader(path)
+    try:
+        while batch := reader.next_batch():
+            yield from batch
+    finally:
+        reader.close()
+
+
+def _last_summary_upto(path: Path) -> int:
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return 0
+    for raw in reversed(lines):
+        try:
+            return int(json.loads(raw)["covers_to"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("skipping a corrupt line in %s", path)
+    return 0
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return False
+    return os.pread(fd, 1, size - 1) != b"\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,62 @@
+"""Background work that the process owns: started here, awaited on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Hashable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class TaskSupervisor:
+    """Owns fire-and-forget tasks: at most one per key, errors logged, all awaited on close."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[Hashable, asyncio.Task[Any]] = {}
+        self._closing = False
+
+    def spawn(self, key: Hashable, coro: Coroutine[Any, Any, Any]) -> bool:
+        """Start `coro` unless a task with this key is still running. True if started."""
+        if self._closing or key in self._tasks:
+            coro.close()
+            return False
+        task = asyncio.create_task(coro, name=f"membot:{key}")
+        self._tasks[key] = task
+        task.add_done_callback(lambda t: self._done(key, t))
+        return True
+
+    def _done(self, key: Hashable, task: asyncio.Task[Any]) -> None:
+        if self._tasks.get(key) is task:
+            del self._tasks[key]
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("background task %s failed", key, exc_info=exc)
+
+    async def cancel(self, key: Hashable) -> None:
+        """Stop the task with this key, if any, and wait until it has stopped."""
+        task = self._tasks.get(key)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def join(self) -> None:
+        """Wait for every task running now."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+
+    async def close(self, timeout: float = 30.0) -> None:
+        """Refuse new tasks, let running ones finish for up to `timeout`, cancel the rest."""
+        self._closing = True
+        pending = list(self._tasks.values())
+        if not pending:
+            return
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        if still:
+            log.warning("cancelled %d background task(s) at shutdown", len(still))
+            await asyncio.gather(*still, return_exceptions=True)
+
+    def __len__(self) -> int:
+        return len(self._tasks)

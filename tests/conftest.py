@@ -1,0 +1,94 @@
+"""Shared fixtures: real fake servers on 127.0.0.1 and the real bot polling them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membot.bot.app import MembotApp
+from membot.config import Settings, load_settings
+from membot.llm.summarizer import INSTRUCTIONS
+from tests.fakes import FakeLLM, FakeTelegram
+
+TOKEN = "4242:TEST-TOKEN"
+API_KEY = "sk-test-key"
+SUMMARIZER_MARKER = INSTRUCTIONS.split(".")[0]
+
+
+@pytest.fixture
+async def tg() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLM]:
+    async with FakeLLM(api_key=API_KEY) as server:
+        # Chat prompts mention "summary" once one exists; only the summarizer's own
+        # instructions mark a summarization request.
+        server.summary_marker = SUMMARIZER_MARKER
+        yield server
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def make_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "telegram_bot_token": TOKEN,
+            "telegram_api_base": tg.base_url,
+            "openrouter_api_key": API_KEY,
+            "openrouter_base_url": llm.base_url,
+            "openrouter_model": "test/model",
+            "data_dir": data_dir,
+            "llm_timeout": 5.0,
+        }
+        values.update(overrides)
+        return load_settings(_env_file=None, **values)
+
+    return make
+
+
+@dataclass
+class RunningBot:
+    app: MembotApp
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        if not self.task.done():
+            await self.app.stop()
+        await self.task
+
+
+StartBot = Callable[..., Awaitable[RunningBot]]
+
+
+@pytest.fixture
+async def start_bot(
+    tg: FakeTelegram, make_settings: Callable[..., Settings]
+) -> AsyncIterator[StartBot]:
+    """Start the real bot (its real polling loop) against the fakes; stopped at teardown."""
+    running: list[RunningBot] = []
+
+    async def start(**overrides: Any) -> RunningBot:
+        polls_before = tg.call_count("getUpdates")
+        app = MembotApp(make_settings(**overrides))
+        task = asyncio.create_task(app.run(handle_signals=False))
+        bot = RunningBot(app, task)
+        running.append(bot)
+        # Ready once it is long-polling: updates pushed from now on will be seen.
+        await tg.wait_for_call("getUpdates", count=polls_before + 1)
+        return bot
+
+    yield start
+    for bot in reversed(running):
+        await bot.stop()

@@ -1,0 +1,33 @@
+"""Small readers of what a user (or an operator looking at DATA_DIR) would see."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def stored(data_dir: Path, chat_id: int) -> list[dict[str, Any]]:
+    path = data_dir / str(chat_id) / "messages.txt"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def roles_and_texts(data_dir: Path, chat_id: int) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in stored(data_dir, chat_id)]
+
+
+def meta(data_dir: Path, chat_id: int) -> dict[str, Any]:
+    return json.loads((data_dir / str(chat_id) / "meta.json").read_text())
+
+
+def prompt_texts(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, content) of every message the model was shown, system prompt excluded."""
+    return [(m["role"], m.get("content") or "") for m in request["messages"][1:]]
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    first = request["messages"][0]
+    assert first["role"] == "system"
+    return str(first["content"])

@@ -1,0 +1,23 @@
+"""Local HTTP fakes of the Telegram Bot API and an OpenAI-compatible LLM endpoint."""
+
+from tests.fakes.openai_server import FakeLLM, Reply, Responder
+from tests.fakes.telegram import (
+    BOT_ID,
+    BOT_USERNAME,
+    FakeTelegram,
+    MessageOptions,
+    SentMessage,
+    utf16_len,
+)
+
+__all__ = [
+    "BOT_ID",
+    "BOT_USERNAME",
+    "FakeLLM",
+    "FakeTelegram",
+    "MessageOptions",
+    "Reply",
+    "Responder",
+    "SentMessage",
+    "utf16_len",
+]

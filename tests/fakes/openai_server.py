@@ -1,0 +1,434 @@
+"""A fake OpenAI-compatible Chat Completions server (what OpenRouter looks like to the bot).
+
+A real aiohttp HTTP server on 127.0.0.1: the bot reaches it only through configuration
+(``OPENROUTER_BASE_URL`` = :attr:`FakeLLM.base_url`), so the official ``openai`` client's
+serialisation, timeouts, retries and error mapping are all exercised.
+
+Answers are deterministic by default ("ANSWER: <last user message>", "SUMMARY #n: ..."), can
+be scripted per request (:class:`Reply`), and concurrency is observable (``in_flight``,
+``max_in_flight``, ``gate``) without any sleeps: waiters use an asyncio.Condition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any, Self
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+# (type, code) per status, as OpenAI reports them.
+_ERROR_KINDS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "not_found"),
+    408: ("timeout", None),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+
+
+@dataclass(slots=True)
+class Reply:
+    """One scripted answer.
+
+    ``status`` != 200 answers with OpenAI's error JSON (``error_message`` as its message).
+    ``delay`` is simulated latency; ``hang`` never answers until the server stops (for client
+    timeout tests). ``raw_body`` sends that JSON verbatim instead of a completion, e.g. to
+    mimic OpenRouter's occasional 200-with-``error`` or empty ``choices``.
+    """
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    error_message: str = ""
+    headers: dict[str, str] | None = None
+    delay: float = 0.0
+    hang: bool = False
+    finish_reason: str | None = None
+    raw_body: Any = None
+
+    def __post_init__(self) -> None:
+        # Fail in the test that wrote the script, not later as an opaque HTTP 500.
+        for call in self.tool_calls or []:
+            function = call.get("function")
+            if not isinstance(function, dict) or not function.get("name"):
+                raise ValueError(f"tool call needs function.name: {call!r}")
+
+
+ReplyLike = Reply | str
+Responder = Callable[[dict[str, Any]], ReplyLike | Awaitable[ReplyLike]]
+
+
+def content_text(content: Any) -> str:
+    """Text of a message ``content``: a string or a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+class _InvalidRequest(Exception):
+    """The request would be rejected by OpenAI; the message is OpenAI-style."""
+
+
+def validate_chat_request(body: dict[str, Any]) -> None:
+    """Reject what OpenAI rejects and is easy to get wrong, tool-call pairing above all."""
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise _InvalidRequest("you must provide a model parameter")
+    if body.get("stream"):
+        raise _InvalidRequest("FakeLLM does not implement streaming (stream=true)")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _InvalidRequest("'messages' must be a non-empty array")
+    pending: list[str] = []  # tool_call ids still waiting for their tool message
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            raise _InvalidRequest(f"{where}: role must be one of {sorted(_ROLES)}")
+        role = message["role"]
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                raise _InvalidRequest(
+                    f"{where}: messages with role 'tool' must be a response to a preceding "
+                    f"message with 'tool_calls' (unknown tool_call_id {call_id!r})"
+                )
+            pending.remove(call_id)
+            continue
+        if pending:
+            raise _InvalidRequest(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}"
+            )
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if message.get("content") is None and not calls:
+                raise _InvalidRequest(f"{where}: assistant message needs content or tool_calls")
+            pending = [str(call.get("id")) for call in calls if isinstance(call, dict)]
+        elif not isinstance(message.get("content"), str | list):
+            raise _InvalidRequest(f"{where}: content must be a string or an array of parts")
+    if pending:
+        raise _InvalidRequest(
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            f"responding to each 'tool_call_id'. Missing: {', '.join(pending)}"
+        )
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise _InvalidRequest("'tools' must be an array")
+        for tool in tools:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if tool.get("type") != "function" or not isinstance(function, dict):
+                raise _InvalidRequest(f"invalid tool definition: {tool!r}")
+            if not function.get("name"):
+                raise _InvalidRequest(f"tool function needs a name: {tool!r}")
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:  # non-standard codes such as 529 "overloaded"
+        return f"HTTP {status}"
+
+
+def _tokens(chars: int) -> int:
+    # Roughly four characters per token: enough for tests that budget or log usage.
+    return (chars + 3) // 4
+
+
+class FakeLLM:
+    """Fake Chat Completions server. ``async with FakeLLM(api_key=...) as llm:``."""
+
+    #: Substring (case-insensitive) of a system message that marks a summarization request.
+    summary_marker = "summar"
+
+    def __init__(self, api_key: str = "test-key", *, latency: float = 0.0, strict: bool = True):
+        self.api_key = api_key
+        self.latency = latency
+        self.strict = strict  # validate requests like OpenAI (400 on malformed histories)
+        self.requests: list[dict[str, Any]] = []
+        self.chat_requests: list[dict[str, Any]] = []
+        self.summary_requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []  # 4xx answers produced by validation / auth
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.gate: asyncio.Event | None = None
+        self._responder: Responder = self.default_reply
+        self._script: deque[ReplyLike] = deque()
+        self._ids = itertools.count(1)
+        self._cond = asyncio.Condition()
+        self._stopped = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("FakeLLM is already running")
+        self._stopped = asyncio.Event()  # set by stop(); a restart needs a fresh one
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        # handler_cancellation: when a client times out and disconnects, its handler is
+        # cancelled, so `in_flight` drops exactly as the real server's work would.
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=5.0
+        )
+        await runner.setup()
+        # A restart reuses the previous port so the bot reconnects to the same URL.
+        try:
+            await web.TCPSite(runner, "127.0.0.1", self._port or 0).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+        log.debug("FakeLLM listening on %s", self.base_url)
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._stopped.set()  # releases hanging and gated requests
+        await runner.cleanup()
+        log.debug("FakeLLM stopped")
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("FakeLLM is not started")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    # ---- scripting -------------------------------------------------------------------------
+
+    def script(self, *replies: ReplyLike) -> None:
+        """Queue replies, consumed one per request in arrival order; then the responder."""
+        self._script.extend(replies)
+
+    def set_responder(self, responder: Responder | None) -> None:
+        """Answer every unscripted request with ``responder``; None restores the default."""
+        self._responder = responder if responder is not None else self.default_reply
+
+    def is_summary_request(self, body: dict[str, Any]) -> bool:
+        """Summarization requests: ``metadata.purpose == "summary"`` or a system message
+        (or the first message) mentioning :attr:`summary_marker`. Override if the bot's
+        chat prompt itself contains the marker (e.g. an injected "Summary of earlier...")."""
+        metadata = body.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("purpose") == "summary":
+            return True
+        marker = self.summary_marker.lower()
+        for index, message in enumerate(body.get("messages") or []):
+            if not isinstance(message, dict):
+                continue
+            is_instruction = index == 0 or message.get("role") in ("system", "developer")
+            if is_instruction and marker in content_text(message.get("content")).lower():
+                return True
+        return False
+
+    def default_reply(self, body: dict[str, Any]) -> Reply:
+        """Deterministic answers that tests can predict from the request alone."""
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        ordinal = next((i for i, b in enumerate(self.summary_requests, 1) if b is body), None)
+        if ordinal is not None:
+            last = content_text(messages[-1].get("content")) if messages else ""
+            return Reply(content=f"SUMMARY #{ordinal}: {last[:60]}", delay=self.latency)
+        user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        text = content_text(user.get("content")) if user else ""
+        return Reply(content=f"ANSWER: {text}", delay=self.latency)
+
+    # ---- waiting ---------------------------------------------------------------------------
+
+    async def wait_until(
+        self, predicate: Callable[[], bool], timeout: float = 10.0, *, what: str = "condition"
+    ) -> None:
+        """Wait until ``predicate()`` holds; AssertionError describing the state otherwise."""
+        try:
+            async with asyncio.timeout(timeout), self._cond:
+                await self._cond.wait_for(predicate)
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; requests={len(self.requests)} "
+                f"(chat={len(self.chat_requests)}, summary={len(self.summary_requests)}), "
+                f"in_flight={self.in_flight}, errors={self.errors}"
+            ) from None
+
+    async def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The first ``count`` accepted requests, once that many have arrived."""
+        await self.wait_until(
+            lambda: len(self.requests) >= count, timeout, what=f"{count} request(s)"
+        )
+        return self.requests[:count]
+
+    async def wait_for_in_flight(self, n: int, timeout: float = 10.0) -> None:
+        """Wait until at least ``n`` requests are being handled at the same time."""
+        await self.wait_until(lambda: self.in_flight >= n, timeout, what=f"{n} in flight")
+
+    async def _notify(self) -> None:
+        async with self._cond:
+            self._cond.notify_all()
+
+    # ---- HTTP ------------------------------------------------------------------------------
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        return self._error(404, f"Unknown request URL: {request.method} {request.path}")
+
+    async def _chat_completions(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return await self._reject(401, "Incorrect API key provided")
+        try:
+            body = await request.json()
+        except ValueError:
+            return await self._reject(400, "We could not parse the JSON body of your request")
+        if not isinstance(body, dict):
+            return await self._reject(400, "The request body must be a JSON object")
+        if self.strict:
+            try:
+                validate_chat_request(body)
+            except _InvalidRequest as exc:
+                return await self._reject(400, str(exc))
+        is_summary = self.is_summary_request(body)
+        self.requests.append(body)
+        (self.summary_requests if is_summary else self.chat_requests).append(body)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._notify()
+            scripted = self._script.popleft() if self._script else None
+            try:
+                reply = scripted if scripted is not None else await self._respond(body)
+            except Exception as exc:
+                # A broken responder is a test bug: say so in the answer, not as a bare 500.
+                log.exception("FakeLLM responder failed")
+                self.errors.append(f"responder raised {exc!r}")
+                return self._error(500, f"FakeLLM responder raised {exc!r}")
+            if isinstance(reply, str):
+                reply = Reply(content=reply)
+            gated = self.gate is not None and not is_summary
+            if gated and not await self._wait_or_stopped(self.gate):
+                return self._error(503, "server is shutting down")
+            if reply.delay > 0:
+                await asyncio.sleep(reply.delay)  # simulated model latency, not synchronisation
+            if reply.hang and not await self._wait_or_stopped(None):
+                return self._error(503, "server is shutting down")
+            return self._render(body, reply)
+        finally:
+            self.in_flight -= 1
+            await self._notify()
+
+    async def _respond(self, body: dict[str, Any]) -> ReplyLike:
+        result = self._responder(body)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    async def _wait_or_stopped(self, event: asyncio.Event | None) -> bool:
+        """Wait for ``event`` (None: forever); False if the server stopped first."""
+        if event is not None and event.is_set():
+            return True
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        waiters = {stopped}
+        if event is not None:
+            waiters.add(asyncio.ensure_future(event.wait()))
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        return event is not None and event.is_set()
+
+    async def _reject(self, status: int, message: str) -> web.Response:
+        self.errors.append(f"{status}: {message}")
+        await self._notify()
+        log.debug("FakeLLM rejected a request: %d %s", status, message)
+        return self._error(status, message)
+
+    def _error(
+        self, status: int, message: str, headers: dict[str, str] | None = None
+    ) -> web.Response:
+        kind, code = _ERROR_KINDS.get(
+            status, ("server_error" if status >= 500 else "api_error", None)
+        )
+        error = {"message": message, "type": kind, "param": None, "code": code or status}
+        return web.json_response({"error": error}, status=status, headers=headers)
+
+    def _render(self, body: dict[str, Any], reply: Reply) -> web.Response:
+        if reply.raw_body is not None:
+            return web.json_response(reply.raw_body, status=reply.status, headers=reply.headers)
+        if reply.status != 200:
+            reason = reply.error_message or _phrase(reply.status)
+            return self._error(reply.status, reason, reply.headers)
+        n = next(self._ids)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        tool_calls = [self._tool_call(call, n, k) for k, call in enumerate(reply.tool_calls or [])]
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        prompt_chars = sum(
+            len(content_text(m.get("content"))) + len(json.dumps(m.get("tool_calls") or ""))
+            for m in body.get("messages") or []
+            if isinstance(m, dict)
+        ) + len(json.dumps(body.get("tools") or ""))
+        completion_chars = len(reply.content or "") + len(json.dumps(tool_calls or ""))
+        prompt_tokens = _tokens(prompt_chars)
+        completion_tokens = _tokens(completion_chars)
+        completion = {
+            "id": f"chatcmpl-fake-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": reply.finish_reason
+                    or ("tool_calls" if tool_calls else "stop"),
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        return web.json_response(completion, headers=reply.headers)
+
+    @staticmethod
+    def _tool_call(call: dict[str, Any], n: int, k: int) -> dict[str, Any]:
+        function = dict(call["function"])
+        arguments = function.get("arguments", "{}")
+        # Scripts may give arguments as a dict; the wire format is a JSON string.
+        function["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        return {
+            **call,
+            "id": call.get("id") or f"call_fake_{n}_{k}",
+            "type": call.get("type") or "function",
+            "function": function,
+        }

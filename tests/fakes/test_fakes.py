@@ -1,0 +1,432 @@
+"""The fakes behave like the real services, as seen through the real client libraries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+import telegramify_markdown
+from aiogram import Bot, Dispatcher
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramConflictError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+    TelegramUnauthorizedError,
+)
+from aiogram.methods import GetUpdates
+from aiogram.types import BotCommand, Message, MessageEntity, ReplyParameters, Update
+from openai.types.chat import ChatCompletionUserMessageParam
+
+from tests.fakes import BOT_ID, BOT_USERNAME, FakeLLM, FakeTelegram, Reply
+
+TOKEN = "4242:TEST-TOKEN"
+API_KEY = "sk-test"
+MODEL = "test/model"
+
+
+@pytest.fixture
+async def tg() -> AsyncIterator[FakeTelegram]:
+    async with FakeTelegram(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
+    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
+    bot = Bot(TOKEN, session=session)
+    yield bot
+    await bot.session.close()
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLM]:
+    async with FakeLLM(api_key=API_KEY) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(llm: FakeLLM) -> AsyncIterator[openai.AsyncOpenAI]:
+    client = openai.AsyncOpenAI(base_url=llm.base_url, api_key=API_KEY, max_retries=0)
+    yield client
+    await client.close()
+
+
+def user(text: str) -> ChatCompletionUserMessageParam:
+    return {"role": "user", "content": text}
+
+
+# ---- Telegram -------------------------------------------------------------------------------
+
+
+async def test_get_me_and_token_check(tg: FakeTelegram, bot: Bot) -> None:
+    me = await bot.get_me()
+    assert (me.id, me.username, me.first_name, me.is_bot) == (BOT_ID, BOT_USERNAME, "membot", True)
+
+    other = Bot("1:WRONG", session=AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url)))
+    try:
+        with pytest.raises(TelegramUnauthorizedError):
+            await other.get_me()
+    finally:
+        await other.session.close()
+    assert tg.errors == [("getMe", "Unauthorized")]
+
+
+async def test_send_message_with_entities(tg: FakeTelegram, bot: Bot) -> None:
+    text, entities = telegramify_markdown.convert("**Hi** 👋 _there_ [x](http://a.b)")
+    first = await bot.send_message(
+        7, text, entities=[MessageEntity(**e.to_dict()) for e in entities]
+    )
+    second = await bot.send_message(7, "plain", reply_parameters=ReplyParameters(message_id=1))
+
+    assert first.message_id == 1 and second.message_id == 2
+    assert first.chat.id == 7 and first.from_user is not None and first.from_user.id == BOT_ID
+    assert [e.type for e in first.entities or []] == ["bold", "italic", "text_link"]
+    assert second.reply_to_message is not None and second.reply_to_message.message_id == 1
+    sent = await tg.wait_for_messages(7, 2)
+    assert sent[0].text == text and sent[0].entities[2]["url"] == "http://a.b"
+    assert sent[1].reply_to_message_id == 1 and sent[1].entities == []
+
+
+@pytest.mark.parametrize(
+    "entities",
+    [
+        [{"type": "bold", "offset": 0, "length": 6}],  # past the end
+        [{"type": "bold", "offset": 0, "length": 0}],
+        [{"type": "sparkly", "offset": 0, "length": 1}],
+        [{"type": "text_link", "offset": 0, "length": 1}],  # no url
+        [{"type": "bold", "offset": 1, "length": 2}],  # cuts the emoji's surrogate pair
+    ],
+)
+async def test_invalid_entities_are_rejected(
+    tg: FakeTelegram, bot: Bot, entities: list[dict[str, Any]]
+) -> None:
+    with pytest.raises(TelegramBadRequest, match="can't parse entities"):
+        await bot.send_message(7, "😀abc", entities=[MessageEntity(**e) for e in entities])
+    assert tg.sent == [] and tg.errors[0][0] == "sendMessage"
+
+
+async def test_text_limits_count_utf16_units(bot: Bot, tg: FakeTelegram) -> None:
+    await bot.send_message(7, "😀" * 2048)  # exactly 4096 UTF-16 code units
+    with pytest.raises(TelegramBadRequest, match="message is too long"):
+        await bot.send_message(7, "😀" * 2048 + "x")
+    with pytest.raises(TelegramBadRequest, match="message text is empty"):
+        await bot.send_message(7, " \n ")
+    with pytest.raises(TelegramBadRequest, match="message text is empty"):
+        await bot.send_message(7, "")  # aiogram drops the empty field altogether
+    assert len(tg.sent) == 1
+
+
+async def test_parse_modes(bot: Bot, tg: FakeTelegram) -> None:
+    msg = await bot.send_message(
+        7, '<b>bold</b> &amp; <a href="http://x.y">link</a> 1 &lt; 2', parse_mode="HTML"
+    )
+    assert msg.text == "bold & link 1 < 2"
+    assert [(e.type, e.offset, e.length) for e in msg.entities or []] == [
+        ("bold", 0, 4),
+        ("text_link", 7, 4),
+    ]
+    msg = await bot.send_message(
+        7, "*bold* _it_ `co\\`de` 1\\.5 ```py\nx = 1```", parse_mode="MarkdownV2"
+    )
+    assert msg.text == "bold it co`de 1.5 x = 1"
+    assert tg.sent[-1].raw_text.startswith("*bold*")
+    assert tg.sent[-1].entities[-1] == {"type": "pre", "offset": 18, "length": 5, "language": "py"}
+
+    for text, mode in [
+        ("<b>unclosed", "HTML"),
+        ("<p>unknown tag</p>", "HTML"),
+        ("a < b", "HTML"),
+        ("fish & chips", "HTML"),
+        ("<b>x</i>", "HTML"),
+        ("SUMMARY #1.", "MarkdownV2"),
+        ("*unclosed bold", "MarkdownV2"),
+        ("[link](http://x", "MarkdownV2"),
+    ]:
+        with pytest.raises(TelegramBadRequest, match="can't parse entities"):
+            await bot.send_message(7, text, parse_mode=mode)
+    assert len(tg.sent) == 2
+
+
+async def test_long_polling_delivers_and_confirms(tg: FakeTelegram, bot: Bot) -> None:
+    poll = asyncio.create_task(bot.get_updates(timeout=10))
+    await tg.wait_until(lambda: tg.polling == 1, what="a waiting long poll")
+    update_id = tg.push_text(5, "/start now", username="alice")
+
+    updates = await poll
+    assert [u.update_id for u in updates] == [update_id]
+    message = updates[0].message
+    assert message is not None and message.text == "/start now"
+    assert message.from_user is not None and message.from_user.id == 5
+    assert [(e.type, e.offset, e.length) for e in message.entities or []] == [("bot_command", 0, 6)]
+    assert tg.pending_updates() == 1
+    assert await bot.get_updates(offset=update_id + 1, timeout=0) == []
+    assert tg.pending_updates() == 0
+
+
+async def test_long_poll_times_out_empty(bot: Bot) -> None:
+    assert await bot.get_updates(timeout=1) == []
+
+
+async def test_second_poller_conflicts_first(tg: FakeTelegram, bot: Bot) -> None:
+    first = asyncio.create_task(bot.get_updates(timeout=10))
+    await tg.wait_until(lambda: tg.polling == 1)
+    second = asyncio.create_task(bot.get_updates(timeout=10))
+    with pytest.raises(TelegramConflictError):
+        await first
+    tg.push_text(5, "hi")
+    assert len(await second) == 1
+
+
+async def test_stop_releases_pending_long_poll(tg: FakeTelegram, bot: Bot) -> None:
+    poll = asyncio.create_task(bot.get_updates(timeout=30))
+    await tg.wait_until(lambda: tg.polling == 1)
+    await tg.stop()
+    assert await poll == []
+
+
+async def test_update_builders_produce_valid_updates(tg: FakeTelegram, bot: Bot) -> None:
+    await bot.send_message(-1001234567890, "earlier bot message")
+    tg.push_mention(-1001234567890, "hello there", title="Team")
+    tg.push_text(-1001234567890, "thanks", reply_to_bot=True, user_id=77, first_name="Bob")
+    tg.push_sticker(5)
+    tg.push_photo(5, caption="look")
+    tg.push_voice(5, duration=4)
+    tg.push_text(6, "reply to bot in a fresh chat", reply_to_bot=True)
+    tg.push_update(
+        {
+            "edited_message": {
+                "message_id": 99,
+                "date": 0,
+                "chat": {"id": 5, "type": "private"},
+                "text": "edit",
+            }
+        }
+    )
+
+    updates = await bot(GetUpdates(timeout=0))
+    kinds: list[Any] = []
+    for update in updates:
+        assert isinstance(update, Update)
+        kinds.append(update.message or update.edited_message)
+    mention, reply, sticker, photo, voice, fresh, edited = (
+        m for m in kinds if isinstance(m, Message)
+    )
+    assert mention.text == f"@{BOT_USERNAME} hello there" and mention.chat.title == "Team"
+    assert mention.chat.type == "supergroup"
+    assert mention.entities is not None and mention.entities[0].type == "mention"
+    assert reply.reply_to_message is not None and reply.reply_to_message.text == (
+        "earlier bot message"
+    )
+    assert reply.from_user is not None and reply.from_user.id == 77
+    assert sticker.sticker is not None and photo.photo and photo.caption == "look"
+    assert voice.voice is not None and voice.voice.duration == 4
+    assert fresh.reply_to_message is not None and fresh.reply_to_message.from_user is not None
+    assert fresh.reply_to_message.from_user.id == BOT_ID
+    assert fresh.message_id > fresh.reply_to_message.message_id
+    assert edited.text == "edit"
+
+
+async def test_fault_injection(tg: FakeTelegram, bot: Bot) -> None:
+    tg.fail_next("sendMessage", 429, "Too Many Requests: retry after 3")
+    with pytest.raises(TelegramRetryAfter) as retry:
+        await bot.send_message(7, "x")
+    assert retry.value.retry_after == 3
+    await bot.send_message(7, "x")
+
+    tg.reject_entities_when(lambda params: "entities" in params)
+    with pytest.raises(TelegramBadRequest, match="can't parse entities"):
+        await bot.send_message(7, "bold", entities=[MessageEntity(type="bold", offset=0, length=4)])
+    await bot.send_message(7, "bold")  # the plain-text fallback goes through
+
+    with pytest.raises(TelegramBadRequest, match="message to be replied not found"):
+        await bot.send_message(7, "x", reply_parameters=ReplyParameters(message_id=999))
+    assert [m.text for m in tg.messages_to(7)] == ["x", "bold"]
+    assert [e[0] for e in tg.errors] == ["sendMessage"] * 3
+
+
+async def test_commands_actions_and_unknown_methods(tg: FakeTelegram, bot: Bot) -> None:
+    await bot.set_my_commands([BotCommand(command="start", description="Start")])
+    assert tg.commands == [{"command": "start", "description": "Start"}]
+    assert [c.command for c in await bot.get_my_commands()] == ["start"]
+    await bot.delete_my_commands()
+    assert await bot.get_my_commands() == []
+    with pytest.raises(TelegramBadRequest, match="BOT_COMMAND_INVALID"):
+        await bot.set_my_commands([BotCommand(command="Bad-Name", description="x")])
+    await bot.send_chat_action(7, "typing")
+    assert tg.actions == [(7, "typing")]
+    with pytest.raises(TelegramNotFound):
+        await bot.send_dice(7)
+
+    # Raw JSON bodies (not aiogram's form encoding) are accepted as well.
+    async with aiohttp.ClientSession() as http:
+        url = f"{tg.base_url}/bot{TOKEN}/sendMessage"
+        entities = [{"type": "bold", "offset": 0, "length": 2}]
+        async with http.post(url, json={"chat_id": 8, "text": "hi", "entities": entities}) as r:
+            assert r.status == 200 and (await r.json())["result"]["entities"] == entities
+    await tg.wait_for_call("sendDice")
+    assert tg.calls[-1] == "sendMessage"
+
+
+async def test_dispatcher_round_trip(tg: FakeTelegram, bot: Bot) -> None:
+    dp = Dispatcher()
+
+    @dp.message()
+    async def echo(message: Message) -> None:
+        await message.answer(f"echo: {message.text}")
+
+    polling = asyncio.create_task(dp.start_polling(bot, handle_signals=False, polling_timeout=5))
+    try:
+        tg.push_text(1, "one")
+        tg.push_text(2, "two")
+        assert [m.text for m in await tg.wait_for_messages(1, 1)] == ["echo: one"]
+        assert [m.text for m in await tg.wait_for_messages(2, 1)] == ["echo: two"]
+    finally:
+        await dp.stop_polling()
+        await polling
+
+
+async def test_wait_timeout_explains_state(tg: FakeTelegram) -> None:
+    with pytest.raises(AssertionError, match="1 message"):
+        await tg.wait_for_messages(1, 1, timeout=0.05)
+
+
+# ---- LLM ------------------------------------------------------------------------------------
+
+
+async def test_default_answer_and_summary(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    chat = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "system", "content": "Be nice."}, user("hello")]
+    )
+    assert chat.model == MODEL and chat.object == "chat.completion"
+    assert chat.choices[0].message.content == "ANSWER: hello"
+    assert chat.choices[0].finish_reason == "stop"
+    assert chat.usage is not None and chat.usage.total_tokens > 0
+
+    summary = await client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "system", "content": "Summarize the dialogue."}, user("a" * 100)],
+    )
+    tagged = await client.chat.completions.create(
+        model=MODEL, messages=[user("x")], metadata={"purpose": "summary"}
+    )
+    assert summary.choices[0].message.content == "SUMMARY #1: " + "a" * 60
+    assert tagged.choices[0].message.content == "SUMMARY #2: x"
+    assert (len(llm.chat_requests), len(llm.summary_requests), len(llm.requests)) == (1, 2, 3)
+
+
+async def test_tool_calls_round_trip(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.script(
+        Reply(tool_calls=[{"function": {"name": "remember", "arguments": {"fact": "cats"}}}]),
+        "done",
+    )
+    tools: Any = [{"type": "function", "function": {"name": "remember", "parameters": {}}}]
+    first = await client.chat.completions.create(model=MODEL, messages=[user("hi")], tools=tools)
+    choice = first.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.tool_calls
+    call = choice.message.tool_calls[0]
+    assert call.type == "function" and call.id
+    assert call.function.name == "remember" and call.function.arguments == '{"fact": "cats"}'
+
+    history: Any = [
+        user("hi"),
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "ok"},
+    ]
+    second = await client.chat.completions.create(model=MODEL, messages=history, tools=tools)
+    assert second.choices[0].message.content == "done"
+
+    with pytest.raises(openai.BadRequestError, match="tool_call_ids did not have response"):
+        await client.chat.completions.create(model=MODEL, messages=[*history[:2], user("x")])
+
+
+async def test_error_statuses(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.script(
+        Reply(status=500, error_message="boom"),
+        Reply(status=429, error_message="slow down", headers={"Retry-After": "7"}),
+    )
+    with pytest.raises(openai.InternalServerError, match="boom"):
+        await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    with pytest.raises(openai.RateLimitError) as limited:
+        await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    assert limited.value.response.headers["Retry-After"] == "7"
+
+    wrong = openai.AsyncOpenAI(base_url=llm.base_url, api_key="nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        await wrong.chat.completions.create(model=MODEL, messages=[user("x")])
+    await wrong.close()
+
+
+async def test_hang_until_client_timeout(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.script(Reply(hang=True))
+    with pytest.raises(openai.APITimeoutError):
+        await client.with_options(timeout=0.3).chat.completions.create(
+            model=MODEL, messages=[user("x")]
+        )
+    # The client hung up, so the server-side handler is cancelled and no longer in flight.
+    await llm.wait_until(lambda: llm.in_flight == 0, what="the hung request to be dropped")
+
+
+async def test_gate_proves_concurrency(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.gate = asyncio.Event()
+    calls = [
+        asyncio.create_task(client.chat.completions.create(model=MODEL, messages=[user(str(i))]))
+        for i in range(3)
+    ]
+    await llm.wait_for_in_flight(3)
+    assert not any(c.done() for c in calls)
+    llm.gate.set()
+    answers = sorted(c.choices[0].message.content or "" for c in await asyncio.gather(*calls))
+    assert answers == ["ANSWER: 0", "ANSWER: 1", "ANSWER: 2"] and llm.max_in_flight == 3
+
+
+async def test_async_responder_and_stop_releases_gate(client: openai.AsyncOpenAI) -> None:
+    async with FakeLLM(api_key=API_KEY) as server:
+
+        async def shout(body: dict[str, Any]) -> Reply:
+            return Reply(content=body["messages"][-1]["content"].upper())
+
+        server.set_responder(shout)
+        local = openai.AsyncOpenAI(base_url=server.base_url, api_key=API_KEY, max_retries=0)
+        reply = await local.chat.completions.create(model=MODEL, messages=[user("hey")])
+        assert reply.choices[0].message.content == "HEY"
+
+        server.gate = asyncio.Event()
+        held = asyncio.create_task(local.chat.completions.create(model=MODEL, messages=[user("x")]))
+        await server.wait_for_in_flight(1)
+        await server.stop()
+        with pytest.raises(openai.InternalServerError):
+            await held
+        await local.close()
+
+
+async def test_restart_keeps_the_same_url(tg: FakeTelegram, bot: Bot, llm: FakeLLM) -> None:
+    tg_url, llm_url = tg.base_url, llm.base_url
+    await tg.stop()
+    await llm.stop()
+    await tg.start()
+    await llm.start()
+    assert (tg.base_url, llm.base_url) == (tg_url, llm_url)
+    assert (await bot.get_me()).id == BOT_ID
+    client = openai.AsyncOpenAI(base_url=llm_url, api_key=API_KEY, max_retries=0)
+    reply = await client.chat.completions.create(model=MODEL, messages=[user("back")])
+    assert reply.choices[0].message.content == "ANSWER: back"
+    await client.close()
+
+
+async def test_broken_responder_is_reported(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    def broken(body: dict[str, Any]) -> Reply:
+        raise KeyError("oops")
+
+    llm.set_responder(broken)
+    with pytest.raises(openai.InternalServerError, match="responder raised KeyError"):
+        await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    llm.set_responder(None)
+    reply = await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    assert reply.choices[0].message.content == "ANSWER: x"

@@ -1,0 +1,101 @@
+"""Configuration: bad settings stop start-up with one clear line and exit code 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membot.config import ConfigError, load_settings
+
+BASE_ENV = {
+    "TELEGRAM_BOT_TOKEN": "123456:ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef",
+    "OPENROUTER_API_KEY": "sk-or-v1-0123456789abcdef0123456789abcdef",
+}
+
+
+def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "OPENROUTER_"))}
+    for key in ("DATA_DIR", "WINDOW_SIZE", "SUMMARY_EVERY", "LLM_TIMEOUT", "ALLOWED_USER_IDS"):
+        clean.pop(key, None)
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "membot", *args],
+        cwd=tmp_path,  # no .env there
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "words"),
+    [
+        ({"OPENROUTER_API_KEY": "k"}, "TELEGRAM_BOT_TOKEN", "required"),
+        ({"TELEGRAM_BOT_TOKEN": "t"}, "OPENROUTER_API_KEY", "required"),
+        ({**BASE_ENV, "WINDOW_SIZE": "twenty"}, "WINDOW_SIZE", "integer"),
+        ({**BASE_ENV, "WINDOW_SIZE": "0"}, "WINDOW_SIZE", "greater than or equal to 1"),
+        ({**BASE_ENV, "LLM_TIMEOUT": "-1"}, "LLM_TIMEOUT", "greater than 0"),
+        ({**BASE_ENV, "ALLOWED_USER_IDS": "12,abc"}, "ALLOWED_USER_IDS", "integer user ids"),
+        ({**BASE_ENV, "ENABLE_RETRY": "perhaps"}, "ENABLE_RETRY", "boolean"),
+        ({**BASE_ENV, "OPENROUTER_BASE_URL": "ftp://x"}, "OPENROUTER_BASE_URL", "http"),
+        ({**BASE_ENV, "LOG_LEVEL": "LOUD"}, "LOG_LEVEL", "DEBUG"),
+    ],
+)
+def test_bad_setting_exits_2_naming_the_variable(
+    tmp_path: Path, env: dict[str, str], variable: str, words: str
+) -> None:
+    result = run_membot(tmp_path, env, "check-config")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert variable in lines[0] and words in lines[0]
+
+
+def test_run_refuses_to_start_without_a_token(tmp_path: Path) -> None:
+    result = run_membot(tmp_path, {"OPENROUTER_API_KEY": "k"}, "run")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "membot: configuration error: TELEGRAM_BOT_TOKEN is required but not set"
+    )
+
+
+def test_check_config_prints_settings_with_secrets_masked(tmp_path: Path) -> None:
+    env = {**BASE_ENV, "ALLOWED_USER_IDS": "7, 3", "WINDOW_SIZE": "8"}
+    result = run_membot(tmp_path, env, "check-config")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "WINDOW_SIZE=8" in out and "ALLOWED_USER_IDS=3,7" in out
+    assert "OPENROUTER_MODEL=openrouter/auto" in out
+    assert BASE_ENV["TELEGRAM_BOT_TOKEN"] not in out
+    assert BASE_ENV["OPENROUTER_API_KEY"] not in out
+
+
+def test_env_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "TELEGRAM_BOT_TOKEN=from-file\nOPENROUTER_API_KEY=key-from-file\nSUMMARY_EVERY=30\n"
+    )
+    result = run_membot(tmp_path, {}, "check-config")
+    assert result.returncode == 0, result.stderr
+    assert "SUMMARY_EVERY=30" in result.stdout
+
+
+def test_defaults() -> None:
+    settings = load_settings(_env_file=None, **{k.lower(): v for k, v in BASE_ENV.items()})
+    assert settings.openrouter_model == "openrouter/auto"
+    assert settings.window_size == 20 and settings.summary_every == 20
+    assert settings.allowed_user_ids == frozenset()
+    assert settings.enable_retry is False
+
+
+def test_load_settings_raises_one_line() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(
+            _env_file=None, telegram_bot_token="t", openrouter_api_key="k", window_size=-3
+        )
+    assert "WINDOW_SIZE" in str(info.value) and "\n" not in str(info.value)

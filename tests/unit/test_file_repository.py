@@ -1,0 +1,123 @@
+"""File-backend specifics: the on-disk format, crash tolerance, and tail reads that stay cheap."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from membot.memory import FileRepository, Message
+
+
+def user(text: str) -> Message:
+    return Message(role="user", content=text, user_id=1, name="Ann", tg_message_id=10)
+
+
+async def test_layout_on_disk(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(42, [user("hello"), Message(role="assistant", content="hi!")])
+    await repo.save_summary(42, "they said hello", 1, 2)
+    chat = tmp_path / "42"
+    lines = (chat / "messages.txt").read_text().splitlines()
+    first = json.loads(lines[0])
+    assert first["role"] == "user" and first["content"] == "hello"
+    assert first["user_id"] == 1 and first["name"] == "Ann" and first["tg_message_id"] == 10
+    assert first["ts"].endswith("Z") and first["seq"] == 1
+    assert (chat / "summary.txt").read_text() == "they said hello"
+    log = json.loads((chat / "summaries.log").read_text().splitlines()[-1])
+    assert (log["covers_from"], log["covers_to"], log["text"]) == (1, 2, "they said hello")
+    meta = json.loads((chat / "meta.json").read_text())
+    assert meta["messages_total"] == 2 and meta["summarized_upto"] == 2
+    assert meta["created_at"] and meta["last_summary_at"]
+    assert not [p for p in chat.iterdir() if p.name.endswith(".tmp")]
+
+
+async def test_torn_last_line_is_skipped_and_then_terminated(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(1, [user("q1"), Message(role="assistant", content="a1")])
+    path = tmp_path / "1" / "messages.txt"
+    with open(path, "ab") as fh:  # what a kill -9 in the middle of a write leaves
+        fh.write(b'{"seq":3,"ts":"2026-01-01T00:00:00.000Z","role":"user","cont')
+    with caplog.at_level(logging.WARNING):
+        assert [m.content for m in await repo.tail(1, 10)] == ["q1", "a1"]
+    assert "torn last line" in caplog.text
+    stored = await repo.append(1, [user("q2")])
+    assert stored[0].seq == 3
+    assert [m.content for m in await repo.tail(1, 10)] == ["q1", "a1", "q2"]
+    assert (await repo.get_meta(1)).messages_total == 3
+
+
+async def test_corrupt_lines_are_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(1, [user("good 1")])
+    path = tmp_path / "1" / "messages.txt"
+    with open(path, "ab") as fh:
+        fh.write(b"not json at all\n")
+        fh.write(b'{"seq":2,"role":"wizard","content":"x","ts":"2026-01-01T00:00:00Z"}\n')
+        fh.write(b"\xff\xfe garbage bytes\n")
+    await repo.append(1, [user("good 2")])
+    with caplog.at_level(logging.WARNING):
+        msgs = await repo.tail(1, 2)
+        everything = [m.content async for m in repo.iter_messages(1)]
+    assert [m.content for m in msgs] == ["good 1", "good 2"]
+    assert everything == ["good 1", "good 2"]
+    assert caplog.text.count("corrupt line") >= 3
+
+
+async def test_corrupt_meta_is_rebuilt_from_the_files(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = FileRepository(tmp_path)
+    for i in range(3):
+        await repo.append(1, [user(f"q{i}")])
+    await repo.save_summary(1, "s", 1, 2)
+    (tmp_path / "1" / "meta.json").write_text("{ this is not json")
+    with caplog.at_level(logging.WARNING):
+        meta = await repo.get_meta(1)
+    assert (meta.messages_total, meta.summarized_upto) == (3, 2)
+    assert "meta.json" in caplog.text
+
+
+async def test_stale_meta_after_a_crash_is_reconciled(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(1, [user("q1")])
+    meta_path = tmp_path / "1" / "meta.json"
+    stale = meta_path.read_text()
+    await repo.append(1, [user("q2"), user("q3")])
+    meta_path.write_text(stale)  # as if the process died between the append and the meta write
+    assert (await repo.get_meta(1)).messages_total == 3
+
+
+async def test_tail_reads_only_the_end_of_a_large_archive(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    path = tmp_path / "1" / "messages.txt"
+    path.parent.mkdir(parents=True)
+    # 100,000 messages written directly: the contents are not what is under test.
+    with open(path, "w") as fh:
+        for i in range(1, 100_001):
+            fh.write(Message(role="user", content=f"message {i} " + "x" * 80, seq=i).to_json())
+            fh.write("\n")
+    messages = await repo.tail(1, 20)
+    assert [m.seq for m in messages] == list(range(99_981, 100_001))
+    stored = await repo.append(1, [user("next")])
+    assert stored[0].seq == 100_001
+
+
+async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    big = "y" * 200_000
+    await repo.append(1, [user("before"), user(big), user("after")])
+    assert [len(m.content) for m in await repo.tail(1, 3)] == [6, 200_000, 5]
+
+
+def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    assert repo.chat_dir(-100123) == tmp_path / "-100123"
+    with pytest.raises(TypeError):
+        repo.chat_dir("../../etc")  # type: ignore[arg-type]

@@ -1,0 +1,56 @@
+"""The prompt: system prompt, labelled summary, how to use history, window, new message."""
+
+from __future__ import annotations
+
+from membot.llm.prompt import NO_HISTORY, SUMMARY_HEADER, WITH_HISTORY, PromptBuilder
+from membot.memory.models import Message
+
+
+def u(text: str, name: str | None = None) -> Message:
+    return Message(role="user", content=text, name=name)
+
+
+def a(text: str) -> Message:
+    return Message(role="assistant", content=text)
+
+
+def test_first_message_without_history() -> None:
+    msgs = PromptBuilder("You are X.").build(summary="", history=[], new=u("hi"))
+    assert msgs[0]["role"] == "system"
+    assert msgs[0]["content"].startswith("You are X.")
+    assert NO_HISTORY in msgs[0]["content"] and SUMMARY_HEADER not in msgs[0]["content"]
+    assert msgs[1:] == [{"role": "user", "content": "hi"}]
+
+
+def test_summary_and_history_in_order() -> None:
+    history = [u("q1"), a("a1"), u("q2"), a("a2")]
+    msgs = PromptBuilder("SYS").build(summary="They like tea.", history=history, new=u("q3"))
+    system = msgs[0]["content"]
+    assert system.index("SYS") < system.index(SUMMARY_HEADER) < system.index("They like tea.")
+    assert system.index("They like tea.") < system.index(WITH_HISTORY)
+    assert [(m["role"], m["content"]) for m in msgs[1:]] == [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q2"),
+        ("assistant", "a2"),
+        ("user", "q3"),
+    ]
+
+
+def test_group_messages_carry_names() -> None:
+    msgs = PromptBuilder("SYS").build(
+        summary="", history=[u("hello", name="Ann")], new=u("hey", name="Bob"), group=True
+    )
+    assert msgs[1]["content"] == "Ann: hello"
+    assert msgs[2]["content"] == "Bob: hey"
+    assert "group chat" in msgs[0]["content"]
+
+
+def test_window_never_starts_with_an_orphan_tool_result() -> None:
+    history = [
+        Message(role="tool", content="42", tool_call_id="c1"),
+        a("The answer is 42."),
+        u("thanks"),
+    ]
+    msgs = PromptBuilder("SYS").build(summary="", history=history, new=u("bye"))
+    assert [m["role"] for m in msgs] == ["system", "assistant", "user", "user"]
