@@ -114,9 +114,11 @@ async def test_reset_forgets_everything(repository: ChatRepository) -> None:
     await repository.append(5, [user("remember me"), bot("sure")])
     await repository.save_summary(5, "a summary", 1, 2)
     await repository.update_settings(5, lang="en")
+    await repository.add_fact(5, "likes tea")
     await repository.reset(5)
     assert await repository.tail(5, 10) == []
     assert await repository.get_summary(5) == ""
+    assert await repository.get_facts(5) == []
     meta = await repository.get_meta(5)
     assert (meta.messages_total, meta.summarized_upto, meta.settings) == (0, 0, {})
     stored = await repository.append(5, [user("fresh")])
@@ -145,6 +147,29 @@ async def test_iter_messages_streams_everything(repository: ChatRepository) -> N
     seen = [m.content async for m in repository.iter_messages(6)]
     assert seen == [f"m{i}" for i in range(500)]
     assert [m async for m in repository.iter_messages(12345)] == []
+
+
+async def test_iter_messages_after_seq_resumes_where_asked(repository: ChatRepository) -> None:
+    # Long lines push the archive past several read blocks, so resuming cannot be a lucky scan.
+    for i in range(1, 3001):
+        await repository.append(6, [user(f"m{i} " + "x" * 200)])
+    for after in (0, 1, 1499, 2999, 3000, 5000):
+        seen = [m.seq async for m in repository.iter_messages(6, after_seq=after)]
+        assert seen == list(range(after + 1, 3001)), after
+
+
+async def test_facts_are_kept_deduplicated_and_removed(repository: ChatRepository) -> None:
+    assert await repository.get_facts(3) == []
+    assert await repository.add_fact(3, "My cat is called Tofu")
+    assert await repository.add_fact(3, "I live in Kraków")
+    assert not await repository.add_fact(3, "my cat is called tofu")
+    assert await repository.get_facts(3) == ["My cat is called Tofu", "I live in Kraków"]
+    assert (await repository.context(3, 5)).facts == ["My cat is called Tofu", "I live in Kraków"]
+    assert await repository.remove_facts(3, ["My cat is called Tofu", "absent"]) == [
+        "My cat is called Tofu"
+    ]
+    assert await repository.get_facts(3) == ["I live in Kraków"]
+    assert await repository.get_facts(4) == []
 
 
 async def test_concurrent_appends_keep_sequence_unique(repository: ChatRepository) -> None:

@@ -31,8 +31,11 @@ class ChatRepository(Protocol):
         """
         ...
 
-    def iter_messages(self, chat_id: int) -> AsyncIterator[Message]:
-        """Every stored message, oldest first (archive search, export). Streams, never loads all."""
+    def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncIterator[Message]:
+        """Stored messages with `seq > after_seq`, oldest first (archive search, export).
+
+        Streams, never loads the archive; finding `after_seq` must not read everything before it.
+        """
         ...
 
     async def get_summary(self, chat_id: int) -> str:
@@ -51,8 +54,20 @@ class ChatRepository(Protocol):
         """Merge per-chat settings into meta (None removes a key)."""
         ...
 
+    async def get_facts(self, chat_id: int) -> list[str]:
+        """The long-term facts the user asked the bot to keep, oldest first."""
+        ...
+
+    async def add_fact(self, chat_id: int, fact: str) -> bool:
+        """Keep a fact; False when an identical fact (ignoring case) is already kept."""
+        ...
+
+    async def remove_facts(self, chat_id: int, facts: Sequence[str]) -> list[str]:
+        """Drop these exact facts; return the ones that were removed."""
+        ...
+
     async def reset(self, chat_id: int) -> None:
-        """Forget everything about the chat."""
+        """Forget everything about the chat: messages, summary, meta and facts."""
         ...
 
     async def close(self) -> None:

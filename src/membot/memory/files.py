@@ -5,6 +5,7 @@ DATA_DIR/<chat_id>/
     summary.txt     the current rolling summary (replaced atomically)
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, settings (replaced atomically)
+    facts.json      facts the user asked to keep (replaced atomically)
 
 All blocking file work runs in worker threads, never in the event loop. Appends are one
 `write()` of whole lines on an O_APPEND descriptor followed by fdatasync, so a kill -9 can
@@ -26,7 +27,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from membot.memory.models import ChatContext, ChatMeta, CorruptRecord, Message, Summary, utcnow
+from membot.memory.models import (
+    ChatContext,
+    ChatMeta,
+    CorruptRecord,
+    Message,
+    Summary,
+    iso,
+    utcnow,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,7 @@ MESSAGES = "messages.txt"
 SUMMARY = "summary.txt"
 SUMMARIES_LOG = "summaries.log"
 META = "meta.json"
+FACTS = "facts.json"
 
 _BLOCK = 64 * 1024
 
@@ -74,9 +84,9 @@ class FileRepository:
     async def context(self, chat_id: int, limit: int) -> ChatContext:
         return await asyncio.to_thread(self._context_sync, chat_id, limit)
 
-    async def iter_messages(self, chat_id: int) -> AsyncIterator[Message]:
+    async def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncIterator[Message]:
         path = self.chat_dir(chat_id) / MESSAGES
-        reader = _ForwardReader(path)
+        reader = _ForwardReader(path, after_seq=after_seq)
         try:
             while batch := await asyncio.to_thread(reader.next_batch):
                 for message in batch:
@@ -90,6 +100,10 @@ class FileRepository:
 
     async def get_meta(self, chat_id: int) -> ChatMeta:
         return await asyncio.to_thread(self._load_meta, chat_id)
+
+    async def get_facts(self, chat_id: int) -> list[str]:
+        path = self.chat_dir(chat_id) / FACTS
+        return [f["text"] for f in await asyncio.to_thread(_read_facts, path)]
 
     # -- writing -------------------------------------------------------------------------
 
@@ -107,6 +121,14 @@ class FileRepository:
     async def update_settings(self, chat_id: int, **settings: object) -> ChatMeta:
         async with self._lock(chat_id):
             return await asyncio.to_thread(self._update_settings_sync, chat_id, settings)
+
+    async def add_fact(self, chat_id: int, fact: str) -> bool:
+        async with self._lock(chat_id):
+            return await asyncio.to_thread(self._add_fact_sync, chat_id, fact)
+
+    async def remove_facts(self, chat_id: int, facts: Sequence[str]) -> list[str]:
+        async with self._lock(chat_id):
+            return await asyncio.to_thread(self._remove_facts_sync, chat_id, list(facts))
 
     async def reset(self, chat_id: int) -> None:
         async with self._lock(chat_id):
@@ -126,6 +148,7 @@ class FileRepository:
             history=history[-limit:] if limit > 0 else [],
             summary=_read_text(directory / SUMMARY),
             meta=meta,
+            facts=[f["text"] for f in _read_facts(directory / FACTS)],
         )
 
     def _append_sync(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
@@ -193,6 +216,25 @@ class FileRepository:
         meta.updated_at = utcnow()
         _write_json_atomic(directory / META, meta.to_dict())
         return meta
+
+    def _add_fact_sync(self, chat_id: int, fact: str) -> bool:
+        directory = self.chat_dir(chat_id)
+        facts = _read_facts(directory / FACTS)
+        if any(f["text"].casefold() == fact.casefold() for f in facts):
+            return False
+        facts.append({"text": fact, "added_at": iso(utcnow())})
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_json_atomic(directory / FACTS, {"facts": facts})
+        return True
+
+    def _remove_facts_sync(self, chat_id: int, texts: list[str]) -> list[str]:
+        path = self.chat_dir(chat_id) / FACTS
+        facts = _read_facts(path)
+        keep = [f for f in facts if f["text"] not in texts]
+        removed = [f["text"] for f in facts if f["text"] in texts]
+        if removed:
+            _write_json_atomic(path, {"facts": keep})
+        return removed
 
     def _reset_sync(self, chat_id: int) -> None:
         directory = self.chat_dir(chat_id)
@@ -277,6 +319,61 @@ def _read_tail(path: Path, limit: int) -> list[Message]:
     return found
 
 
+def _read_facts(path: Path) -> list[dict[str, str]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [
+            {"text": str(f["text"]), "added_at": str(f.get("added_at", ""))}
+            for f in data["facts"]
+            if str(f.get("text", "")).strip()
+        ]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        # Never silently drop what the user asked us to keep: say so loudly, keep the file.
+        log.warning("unreadable %s (%s); treating it as empty", path, exc)
+        return []
+
+
+def _seek_after_seq(fh: Any, after_seq: int) -> None:
+    """Position `fh` at the first line whose seq is > after_seq, by bisecting byte offsets.
+
+    Sequence numbers grow along the file, so this costs O(log n) reads, not a full scan.
+    """
+    lo = 0
+    hi = fh.seek(0, os.SEEK_END)
+    # Invariant: every line starting before `lo` has seq <= after_seq; lines from `hi` on are
+    # not yet known. Stop when the window is small and scan forward from `lo`.
+    while hi - lo > _BLOCK:
+        mid = (lo + hi) // 2
+        fh.seek(mid)
+        fh.readline()  # skip to the start of the next line
+        start = fh.tell()
+        seq = None
+        while seq is None and fh.tell() < hi:
+            raw = fh.readline()
+            try:
+                seq = Message.from_json(raw).seq
+            except CorruptRecord:
+                continue
+        if seq is None or seq > after_seq:
+            hi = mid
+        else:
+            lo = start
+    fh.seek(lo)
+    while True:
+        pos = fh.tell()
+        raw = fh.readline()
+        if not raw:
+            return
+        try:
+            if Message.from_json(raw).seq > after_seq:
+                fh.seek(pos)
+                return
+        except CorruptRecord:
+            continue
+
+
 def _parse_line(raw: bytes, path: Path, *, torn: bool) -> Message | None:
     if not raw.strip():
         return None
@@ -291,9 +388,10 @@ def _parse_line(raw: bytes, path: Path, *, torn: bool) -> Message | None:
 class _ForwardReader:
     """Reads messages.txt front to back in batches, for archive scans."""
 
-    def __init__(self, path: Path, batch_bytes: int = 1 << 20) -> None:
+    def __init__(self, path: Path, batch_bytes: int = 1 << 20, after_seq: int = 0) -> None:
         self.path = path
         self.batch_bytes = batch_bytes
+        self.after_seq = after_seq
         self._fh: Any = None
         self._carry = b""
         self._done = False
@@ -307,6 +405,8 @@ class _ForwardReader:
             except FileNotFoundError:
                 self._done = True
                 return []
+            if self.after_seq > 0:
+                _seek_after_seq(self._fh, self.after_seq)
         out: list[Message] = []
         while not out:
             chunk = self._fh.read(self.batch_bytes)
@@ -315,12 +415,13 @@ class _ForwardReader:
                 if self._carry:
                     message = _parse_line(self._carry, self.path, torn=True)
                     self._carry = b""
-                    if message is not None:
+                    if message is not None and message.seq > self.after_seq:
                         out.append(message)
                 return out
             lines = (self._carry + chunk).split(b"\n")
             self._carry = lines.pop()
-            out.extend(m for m in (_parse_line(r, self.path, torn=False) for r in lines) if m)
+            parsed = (_parse_line(r, self.path, torn=False) for r in lines)
+            out.extend(m for m in parsed if m and m.seq > self.after_seq)
         return out
 
     def close(self) -> None:
@@ -328,9 +429,9 @@ class _ForwardReader:
             self._fh.close()
 
 
-def iter_lines_sync(path: Path) -> Iterator[Message]:
+def iter_lines_sync(path: Path, after_seq: int = 0) -> Iterator[Message]:
     """Synchronous archive scan for offline tools (benchmarks, operator commands)."""
-    reader = _ForwardReader(path)
+    reader = _ForwardReader(path, after_seq=after_seq)
     try:
         while batch := reader.next_batch():
             yield from batch

@@ -155,3 +155,4 @@ class ChatContext:
     history: list[Message]
     summary: str
     meta: ChatMeta
+    facts: list[str] = field(default_factory=list)
