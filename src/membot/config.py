@@ -46,6 +46,11 @@ class Settings(BaseSettings):
     enable_retry: bool = False
     allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    tool_mode: Literal["native", "hermes"] = "native"
+    tool_max_iterations: int = Field(default=10, ge=1, le=50)
+    tool_timeout: float = Field(default=30.0, gt=0, le=600)
+    # None means "every built-in tool"; an empty TOOLS= switches tools off.
+    tools: Annotated[tuple[str, ...] | None, NoDecode] = None
 
     @field_validator("telegram_api_base", "openrouter_base_url")
     @classmethod
@@ -66,6 +71,34 @@ class Settings(BaseSettings):
             except ValueError:
                 raise ValueError("must be a comma-separated list of integer user ids") from None
         return value
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _parse_tools(cls, value: Any) -> Any:
+        from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+
+        if isinstance(value, str):
+            value = [p.strip() for p in value.split(",") if p.strip()]
+        if value is None:
+            return None
+        names = tuple(dict.fromkeys(value))
+        unknown = [n for n in names if n not in BUILTIN_TOOL_NAMES]
+        if unknown:
+            raise ValueError(
+                f"unknown tool(s) {', '.join(unknown)}; available: {', '.join(BUILTIN_TOOL_NAMES)}"
+            )
+        return names
+
+    @property
+    def enabled_tools(self) -> tuple[str, ...]:
+        from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+
+        return BUILTIN_TOOL_NAMES if self.tools is None else self.tools
+
+    @field_validator("tool_mode", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -88,6 +121,8 @@ class Settings(BaseSettings):
                 shown = f"{raw[:4]}…({len(raw)} chars)" if len(raw) > 8 else "***"
             elif isinstance(value, frozenset):
                 shown = ",".join(str(v) for v in sorted(value)) or "(everyone)"
+            elif name == "tools":
+                shown = ",".join(self.enabled_tools) or "(none)"
             else:
                 shown = str(value)
             out[name.upper()] = shown

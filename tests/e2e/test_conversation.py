@@ -50,7 +50,7 @@ async def test_answers_a_message_and_remembers_it(
     first = stored(data_dir, CHAT)[0]
     assert first["user_id"] == CHAT and first["name"] == "Alice" and first["tg_message_id"]
     assert (CHAT, "typing") in tg.actions
-    assert [c["command"] for c in tg.commands] == ["start", "help", "summary", "reset"]
+    assert [c["command"] for c in tg.commands] == ["start", "help", "summary", "memory", "reset"]
 
     assert await say(tg, CHAT, "and again") == "ANSWER: and again"
     assert prompt_texts(llm.chat_requests[-1]) == [

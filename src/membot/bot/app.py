@@ -18,8 +18,11 @@ from membot.config import Settings
 from membot.llm.client import ChatModel, OpenAIChatModel
 from membot.llm.prompt import PromptBuilder
 from membot.llm.summarizer import Summarizer
+from membot.llm.tools import ToolExecutor, make_mode
+from membot.llm.tools.builtin import builtin
 from membot.memory.base import ChatRepository
 from membot.memory.files import FileRepository
+from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,7 @@ def build_model(settings: Settings) -> ChatModel:
 
 
 def build_agent(settings: Settings, model: ChatModel, repository: ChatRepository) -> Agent:
+    registry = builtin.subset(settings.enabled_tools)
     return Agent(
         model=model,
         repository=repository,
@@ -48,6 +52,11 @@ def build_agent(settings: Settings, model: ChatModel, repository: ChatRepository
             language=settings.summary_language,
         ),
         window_size=settings.window_size,
+        tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
+        tool_mode=make_mode(settings.tool_mode),
+        max_tool_rounds=settings.tool_max_iterations,
+        # The index lives beside the archive it indexes: DATA_DIR/<chat_id>/search.sqlite3.
+        search=HistorySearch(repository, settings.data_dir),
     )
 
 
@@ -80,11 +89,13 @@ class MembotApp:
         if not self.settings.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
-            "membot started: model=%s data_dir=%s window=%d summary_every=%d",
+            "membot started: model=%s data_dir=%s window=%d summary_every=%d tools=%s mode=%s",
             self.settings.openrouter_model,
             self.settings.data_dir,
             self.settings.window_size,
             self.settings.summary_every,
+            ",".join(self.settings.enabled_tools) or "none",
+            self.settings.tool_mode,
         )
 
     async def _on_shutdown(self) -> None:

@@ -48,6 +48,7 @@ class ChatModel(Protocol):
         *,
         purpose: str = "chat",
         tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
     ) -> LLMResponse: ...
 
     async def close(self) -> None: ...
@@ -85,9 +86,14 @@ class OpenAIChatModel:
         *,
         purpose: str = "chat",
         tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
     ) -> LLMResponse:
         started = time.perf_counter()
-        extra: dict[str, Any] = {"tools": list(tools)} if tools else {}
+        extra: dict[str, Any] = {}
+        if tools:
+            extra["tools"] = list(tools)
+            if tool_choice:
+                extra["tool_choice"] = tool_choice
         try:
             completion = await self._client.chat.completions.create(
                 model=self.model,

@@ -20,6 +20,10 @@ WITH_HISTORY = (
 NO_HISTORY = (
     "There is no earlier conversation: treat the next message as the first one in this chat."
 )
+FACTS_HEADER = (
+    "Facts the user asked you to remember (true until the user says otherwise; "
+    "use them without announcing them):"
+)
 GROUP_NOTE = (
     "This is a group chat: each user message starts with the sender's name, like "
     '"Name: text". Address people by name when it helps.'
@@ -27,7 +31,8 @@ GROUP_NOTE = (
 
 
 class PromptBuilder:
-    """system prompt + labelled summary + how to use the history + window + new message."""
+    """system prompt (+ tools, group note, facts) + labelled summary + how to use the history
+    + window + new message."""
 
     def __init__(self, system_prompt: str) -> None:
         self.system_prompt = system_prompt.strip()
@@ -39,12 +44,15 @@ class PromptBuilder:
         history: Sequence[Message],
         new: Message,
         group: bool = False,
+        facts: Sequence[str] = (),
         extra_system: Sequence[str] = (),
     ) -> list[ChatMessage]:
         history = trim_orphans(history)
         sections = [self.system_prompt, *extra_system]
         if group:
             sections.append(GROUP_NOTE)
+        if facts:
+            sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {fact}" for fact in facts))
         if summary.strip():
             sections.append(f"{SUMMARY_HEADER}\n{summary.strip()}")
         sections.append(WITH_HISTORY if history or summary.strip() else NO_HISTORY)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from membot.llm.client import ChatModel
 from membot.llm.errors import LLMError
@@ -24,6 +25,14 @@ INSTRUCTIONS = (
     "decisions, open questions and promises; drop greetings and small talk. "
     "Write the summary in {language}."
 )
+
+
+class HistoryCompressor(Protocol):
+    """What the agent needs from a summarizer: when one is due, and to make it."""
+
+    def due(self, messages_total: int, summarized_upto: int) -> bool: ...
+
+    async def maybe_summarize(self, chat_id: int) -> bool: ...
 
 
 class Summarizer:

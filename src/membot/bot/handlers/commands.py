@@ -1,4 +1,4 @@
-"""/start, /help, /summary, /reset."""
+"""/start, /help, /summary, /memory, /reset."""
 
 from __future__ import annotations
 
@@ -35,5 +35,14 @@ def build_router() -> Router:
             await message.answer(texts.NO_SUMMARY.format(every=settings.summary_every))
             return
         await send_markdown(message.bot, message.chat.id, texts.SUMMARY.format(summary=text))  # type: ignore[arg-type]
+
+    @router.message(Command("memory"))
+    async def memory(message: Message, agent: Agent) -> None:
+        facts = await agent.facts(message.chat.id)
+        if not facts:
+            await message.answer(texts.NO_FACTS)
+            return
+        listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
+        await message.answer(texts.FACTS.format(facts=listing))
 
     return router

@@ -1,0 +1,125 @@
+"""The tools membot ships with. Each is a typed async function; the docstring is its manual.
+
+TOOLS (a setting) picks which of them the model gets; see `BUILTIN_TOOL_NAMES`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field
+
+from membot.llm.tools.calc import CalcError, evaluate, format_number
+from membot.llm.tools.registry import ToolContext, ToolError, ToolRegistry
+
+MAX_FACTS = 100
+MAX_FACT_CHARS = 500
+
+builtin = ToolRegistry()
+
+
+@builtin.tool
+async def search_history(
+    ctx: ToolContext,
+    query: Annotated[str, Field(min_length=1, max_length=500)],
+    limit: Annotated[int, Field(ge=1, le=20)] = 5,
+) -> str:
+    """Search the whole archive of this chat, including messages long gone from the recent
+    history and the summary. Use it when the user refers to something said earlier that you
+    do not see, or asks what was said about a topic. Returns the best-matching messages with
+    their dates and who wrote them.
+
+    Args:
+        query: Keywords to look for, in the language of the conversation.
+        limit: How many messages to return (1-20).
+    """
+    if ctx.search is None:
+        raise ToolError("the archive search is not available")
+    from membot.search import format_hits
+
+    hits = await ctx.search.search(ctx.chat_id, query, limit=limit)
+    return format_hits(hits)
+
+
+@builtin.tool
+async def remember(
+    ctx: ToolContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
+) -> str:
+    """Keep a fact for all later conversations in this chat (it is shown to you in every
+    prompt). Use it when the user asks you to remember something, or states a lasting fact
+    about themselves or their preferences.
+
+    Args:
+        fact: The fact as one short self-contained sentence, e.g. "The user's name is Anna".
+    """
+    fact = " ".join(fact.split())
+    if not fact:
+        raise ToolError("the fact is empty")
+    if len(await ctx.repository.get_facts(ctx.chat_id)) >= MAX_FACTS:
+        raise ToolError(f"{MAX_FACTS} facts are already kept; forget some first")
+    if await ctx.repository.add_fact(ctx.chat_id, fact):
+        return f"Remembered: {fact}"
+    return f"Already remembered: {fact}"
+
+
+@builtin.tool
+async def forget(
+    ctx: ToolContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
+) -> str:
+    """Stop keeping a remembered fact. Use it when the user asks you to forget something or
+    a kept fact is no longer true.
+
+    Args:
+        fact: The fact to drop: its exact text, or words that occur in it (every kept fact
+            containing them is dropped).
+    """
+    wanted = " ".join(fact.split()).casefold()
+    facts = await ctx.repository.get_facts(ctx.chat_id)
+    matches = [f for f in facts if f.casefold() == wanted] or [
+        f for f in facts if wanted in f.casefold()
+    ]
+    if not matches:
+        kept = "; ".join(facts) if facts else "none"
+        raise ToolError(f"no remembered fact matches {fact!r}. Kept facts: {kept}")
+    removed = await ctx.repository.remove_facts(ctx.chat_id, matches)
+    return "Forgot: " + "; ".join(removed)
+
+
+@builtin.tool
+async def current_datetime(
+    timezone: Annotated[str, Field(min_length=1, max_length=64)] = "UTC",
+) -> str:
+    """The current date, time and weekday. Use it for any question about today, now, or how
+    long until or since a date.
+
+    Args:
+        timezone: An IANA time zone name such as "Europe/Moscow" or "America/New_York".
+    """
+    try:
+        zone = ZoneInfo(timezone.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ToolError(
+            f"unknown time zone {timezone!r}; use an IANA name like Europe/Warsaw or UTC"
+        ) from None
+    now = datetime.now(zone)
+    return f"{now.isoformat(timespec='seconds')} ({now:%A, %d %B %Y}), time zone {zone.key}"
+
+
+@builtin.tool
+async def calculate(expression: Annotated[str, Field(min_length=1, max_length=500)]) -> str:
+    """Evaluate an arithmetic expression exactly; use it instead of doing arithmetic in your
+    head. Supports + - * / // % ** (or ^), parentheses, sqrt, abs, round, floor, ceil, exp,
+    ln, log, log10, log2, sin, cos, tan, asin, acos, atan, min, max, factorial, pi, e.
+
+    Args:
+        expression: The expression, e.g. "(1250 * 0.13) + sqrt(144)".
+    """
+    try:
+        return format_number(evaluate(expression))
+    except CalcError as exc:
+        raise ToolError(str(exc)) from None
+
+
+BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(builtin.names())

@@ -1,0 +1,321 @@
+"""Ranked search over a chat's whole archive: SQLite FTS5 (BM25) over stemmed text.
+
+The index is a cache of messages.txt, never a source of truth: index_root/<chat_id>/
+search.sqlite3 holds the stems (FTS5), the original messages to show, and how far it got.
+Each search first indexes whatever was appended since, so nothing has to hook into the
+write path; a chat that was reset, or an index that is damaged, is rebuilt from the archive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from membot.memory.base import ChatRepository
+from membot.memory.files import chat_key
+from membot.memory.models import Message, iso, parse_iso
+from membot.search.text import PREFIXES_COLUMN, STEMS_COLUMN, index_fields, match_expression
+
+log = logging.getLogger(__name__)
+
+INDEX_FILE = "search.sqlite3"
+MAX_LIMIT = 50
+# Bumped whenever the schema or the text normalization changes: old files are rebuilt.
+SCHEMA_VERSION = 1
+# Messages per write transaction: big enough to amortize the commit, small enough that an
+# interrupted first build of a long archive keeps most of its progress.
+_BATCH = 2000
+# Damage that a rebuild cures; anything else (locked, disk full) is not ours to paper over.
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+STEMS_WEIGHT = 1.0
+PREFIXES_WEIGHT = 0.5
+
+# Contentless FTS5 table: the stems are only ever matched, and the originals live in
+# `messages`. remove_diacritics 0: text.py already decided what a word is, and FTS5 must
+# not fold "й" into "и" behind its back.
+_SCHEMA = (
+    """CREATE TABLE state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation TEXT NOT NULL,
+        last_seq INTEGER NOT NULL
+    )""",
+    """CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY,
+        ts TEXT NOT NULL,
+        role TEXT NOT NULL,
+        name TEXT,
+        content TEXT NOT NULL
+    )""",
+    f"""CREATE VIRTUAL TABLE terms USING fts5(
+        {STEMS_COLUMN}, {PREFIXES_COLUMN}, content='',
+        tokenize='unicode61 remove_diacritics 0'
+    )""",
+    # `rank` (what ORDER BY rank sorts by) is BM25 with per-column weights: a whole-stem
+    # match is the real evidence, a shared prefix only backs it up.
+    f"""INSERT INTO terms (terms, rank)
+        VALUES ('rank', 'bm25({STEMS_WEIGHT}, {PREFIXES_WEIGHT})')""",
+)
+
+_QUERY = """
+SELECT m.seq, m.ts, m.role, m.name, m.content, r.score
+FROM (
+    SELECT rowid AS seq, -rank AS score
+    FROM terms WHERE terms MATCH ? ORDER BY rank LIMIT ?
+) AS r
+JOIN messages AS m ON m.seq = r.seq
+ORDER BY r.score DESC, m.seq DESC
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One archived message that matched; a higher score is a better match."""
+
+    seq: int
+    ts: datetime
+    role: str
+    name: str | None
+    content: str
+    score: float
+
+
+class HistorySearch:
+    """Searches each chat's whole message archive, keeping one index file per chat."""
+
+    def __init__(self, repository: ChatRepository, index_root: Path | str) -> None:
+        self._repository = repository
+        self._root = Path(index_root)
+        # Entries vanish once no coroutine holds the lock: no per-chat state accumulates.
+        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def index_path(self, chat_id: int) -> Path:
+        # chat_key rejects anything but an int: the path never comes from user text.
+        return self._root / chat_key(chat_id) / INDEX_FILE
+
+    async def search(self, chat_id: int, query: str, limit: int = 5) -> list[SearchHit]:
+        """The best `limit` (1..50) messages of the chat for `query`, best first."""
+        path = self.index_path(chat_id)
+        match = match_expression(query)
+        if match is None:
+            return []
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        started = time.perf_counter()
+        async with self._lock(chat_id):
+            try:
+                hits = await self._search_locked(chat_id, path, match, limit)
+            except sqlite3.DatabaseError as exc:
+                if not _is_damage(exc):
+                    raise
+                log.warning(
+                    "chat %s: search index is damaged (%s); rebuilding it",
+                    chat_id,
+                    exc.sqlite_errorname,
+                )
+                await asyncio.to_thread(_delete_index, path)
+                hits = await self._search_locked(chat_id, path, match, limit)
+        log.debug(
+            "chat %s: search returned %d hits in %.1f ms",
+            chat_id,
+            len(hits),
+            (time.perf_counter() - started) * 1000,
+        )
+        return hits
+
+    async def drop(self, chat_id: int) -> None:
+        """Delete the chat's index (on reset). Safe when there is none."""
+        path = self.index_path(chat_id)
+        async with self._lock(chat_id):
+            await asyncio.to_thread(_delete_index, path)
+
+    def _lock(self, chat_id: int) -> asyncio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[chat_id] = lock
+        return lock
+
+    async def _search_locked(
+        self, chat_id: int, path: Path, match: str, limit: int
+    ) -> list[SearchHit]:
+        meta = await self._repository.get_meta(chat_id)
+        if meta.messages_total == 0:
+            # Nothing stored (never, or since a reset): nothing to find, and no index file
+            # should bring an unknown chat's directory into existence.
+            await asyncio.to_thread(_delete_index, path)
+            return []
+        # created_at changes when a reset chat starts again: the old index is of a dead past.
+        generation = iso(meta.created_at) if meta.created_at else ""
+        last_seq = await asyncio.to_thread(_prepare, path, chat_id, generation, meta.messages_total)
+        if last_seq < meta.messages_total:
+            # Checked first because even a bisecting seek into a long archive costs a few ms.
+            await self._catch_up(chat_id, path, last_seq)
+        return await asyncio.to_thread(_query, path, match, limit)
+
+    async def _catch_up(self, chat_id: int, path: Path, last_seq: int) -> None:
+        started = time.perf_counter()
+        added = 0
+        batch: list[Message] = []
+        async for message in self._repository.iter_messages(chat_id, after_seq=last_seq):
+            batch.append(message)
+            if len(batch) >= _BATCH:
+                added += await asyncio.to_thread(_insert, path, batch)
+                batch = []
+        if batch:
+            added += await asyncio.to_thread(_insert, path, batch)
+        if added:
+            log.debug(
+                "chat %s: indexed %d messages in %.1f ms",
+                chat_id,
+                added,
+                (time.perf_counter() - started) * 1000,
+            )
+
+
+# -- sync internals (worker threads) ------------------------------------------------------
+# Every function opens and closes its own connection, so a cancelled search can never leave
+# a connection shared between an abandoned worker thread and the next caller.
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    # Extended result codes (e.g. SQLITE_CORRUPT_VTAB) keep the primary code in the low byte.
+    return isinstance(code, int) and code & 0xFF in _CORRUPT_CODES
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
+    # The timeout covers an operator's `membot search` and the bot indexing the same chat.
+    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None)
+    try:
+        # NORMAL is safe with WAL: a power cut may lose the last commits, which the next
+        # search simply indexes again, but it never corrupts the file.
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> int:
+    """Make the index usable for this generation of the chat; return its last indexed seq."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    conn = _connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        row = None
+        if version == SCHEMA_VERSION:
+            row = conn.execute("SELECT generation, last_seq FROM state").fetchone()
+        if row is not None and row[0] == generation and row[1] <= messages_total:
+            conn.execute("COMMIT")
+            return int(row[1])
+        if row is None:
+            log.info("chat %s: building the search index", chat_id)
+        else:
+            # Another chat lives under this id now (reset), or the archive got shorter.
+            log.info("chat %s: the archive changed under the search index; rebuilding", chat_id)
+        conn.execute("DROP TABLE IF EXISTS terms")
+        conn.execute("DROP TABLE IF EXISTS messages")
+        conn.execute("DROP TABLE IF EXISTS state")
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute("INSERT INTO state (id, generation, last_seq) VALUES (1, ?, 0)", (generation,))
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    finally:
+        conn.close()
+    # journal_mode cannot change inside a transaction; it is stored in the file, set once.
+    conn = _connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    finally:
+        conn.close()
+    return 0
+
+
+def _insert(path: Path, messages: Sequence[Message]) -> int:
+    """Index a batch in one transaction; return how many messages became searchable."""
+    conn = _connect(path)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        # Re-read under the write lock: another process may have indexed these meanwhile.
+        (last_seq,) = conn.execute("SELECT last_seq FROM state").fetchone()
+        fresh = [m for m in messages if m.seq > last_seq]
+        # Tool results are the bot's plumbing, not the conversation; blank texts match nothing.
+        rows = [m for m in fresh if m.role != "tool" and m.content.strip()]
+        conn.executemany(
+            "INSERT INTO messages (seq, ts, role, name, content) VALUES (?, ?, ?, ?, ?)",
+            [(m.seq, iso(m.ts), m.role, m.name, m.content) for m in rows],
+        )
+        conn.executemany(
+            f"INSERT INTO terms (rowid, {STEMS_COLUMN}, {PREFIXES_COLUMN}) VALUES (?, ?, ?)",
+            [(m.seq, *index_fields(m.content)) for m in rows],
+        )
+        if fresh:
+            conn.execute("UPDATE state SET last_seq = ?", (max(m.seq for m in fresh),))
+        conn.execute("COMMIT")
+        return len(rows)
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
+def _query(path: Path, match: str, limit: int) -> list[SearchHit]:
+    conn = _connect(path)
+    try:
+        rows = conn.execute(_QUERY, (match, limit)).fetchall()
+    finally:
+        conn.close()
+    return [
+        SearchHit(
+            seq=int(seq),
+            ts=parse_iso(ts),
+            role=str(role),
+            name=name,
+            content=str(content),
+            score=float(score),
+        )
+        for seq, ts, role, name, content, score in rows
+    ]
+
+
+def _delete_index(path: Path) -> None:
+    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()
+
+
+# -- for the model ----------------------------------------------------------------------------
+
+
+def format_hits(hits: Sequence[SearchHit], max_chars_per_hit: int = 500) -> str:
+    """Hits as text for the model: one dated, attributed block per message, best first."""
+    if not hits:
+        return "No matching messages found."
+    blocks = []
+    for hit in hits:
+        when = hit.ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        who = f"{hit.role} ({hit.name})" if hit.name else hit.role
+        # One line per hit: the model must not mistake a message's own line breaks for a
+        # new hit.
+        text = " ".join(hit.content.split())
+        if len(text) > max_chars_per_hit:
+            text = text[: max(max_chars_per_hit - 1, 0)].rstrip() + "…"
+        blocks.append(f"[{when}] {who}: {text}")
+    return "\n\n".join(blocks)
