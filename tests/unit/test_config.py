@@ -19,7 +19,15 @@ BASE_ENV = {
 
 def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "OPENROUTER_"))}
-    for key in ("DATA_DIR", "WINDOW_SIZE", "SUMMARY_EVERY", "LLM_TIMEOUT", "ALLOWED_USER_IDS"):
+    for key in (
+        "DATA_DIR",
+        "WINDOW_SIZE",
+        "SUMMARY_EVERY",
+        "LLM_TIMEOUT",
+        "ALLOWED_USER_IDS",
+        "TOOLS",
+        "TOOL_MODE",
+    ):
         clean.pop(key, None)
     clean.update(env)
     return subprocess.run(
@@ -99,3 +107,34 @@ def test_load_settings_raises_one_line() -> None:
             _env_file=None, telegram_bot_token="t", openrouter_api_key="k", window_size=-3
         )
     assert "WINDOW_SIZE" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "variable", "words"),
+    [
+        ({"tool_mode": "xml"}, "TOOL_MODE", "native"),
+        ({"tool_max_iterations": "0"}, "TOOL_MAX_ITERATIONS", "greater than"),
+        ({"tool_timeout": "soon"}, "TOOL_TIMEOUT", "number"),
+        ({"tools": "calculate,rm_rf"}, "TOOLS", "unknown tool(s) rm_rf"),
+    ],
+)
+def test_bad_tool_settings_name_the_variable(
+    overrides: dict[str, str], variable: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_settings(_env_file=None, telegram_bot_token="t", openrouter_api_key="k", **overrides)
+    assert variable in str(err.value) and words in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_tools_setting_picks_builtins_and_empty_means_none() -> None:
+    from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+
+    base = {"telegram_bot_token": "t", "openrouter_api_key": "k", "_env_file": None}
+    assert load_settings(**base).enabled_tools == BUILTIN_TOOL_NAMES
+    assert load_settings(**base, tools=" calculate , remember ").enabled_tools == (
+        "calculate",
+        "remember",
+    )
+    assert load_settings(**base, tools="").enabled_tools == ()
+    assert load_settings(**base, tool_mode="HERMES").tool_mode == "hermes"

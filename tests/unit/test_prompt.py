@@ -54,3 +54,42 @@ def test_window_never_starts_with_an_orphan_tool_result() -> None:
     ]
     msgs = PromptBuilder("SYS").build(summary="", history=history, new=u("bye"))
     assert [m["role"] for m in msgs] == ["system", "assistant", "user", "user"]
+
+
+def test_facts_and_tool_section_are_in_the_system_prompt() -> None:
+    from membot.llm.prompt import FACTS_HEADER
+
+    msgs = PromptBuilder("SYS").build(
+        summary="S",
+        history=[],
+        new=u("hi"),
+        facts=["Name is Anna", "Likes tea"],
+        extra_system=["TOOLS HERE"],
+    )
+    system = msgs[0]["content"]
+    assert system.index("SYS") < system.index("TOOLS HERE") < system.index(FACTS_HEADER)
+    assert f"{FACTS_HEADER}\n- Name is Anna\n- Likes tea" in system
+    assert system.index(FACTS_HEADER) < system.index(SUMMARY_HEADER)
+
+
+def test_window_cut_inside_a_tool_exchange_drops_the_orphans() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history = [
+        Message(role="tool", content="r1", tool_call_id="c0"),
+        Message(role="tool", content="r2", tool_call_id="c0b"),
+        a("done"),
+        u("q"),
+        Message(role="assistant", content="", tool_calls=(call,)),
+        Message(role="tool", content="r", tool_call_id="c1"),
+        a("final"),
+    ]
+    msgs = PromptBuilder("SYS").build(summary="", history=history, new=u("next"))
+    assert [m["role"] for m in msgs[1:]] == [
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
+    assert msgs[3]["tool_calls"] == [call] and msgs[4]["tool_call_id"] == "c1"
