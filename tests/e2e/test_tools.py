@@ -163,6 +163,10 @@ async def test_every_failure_goes_back_to_the_model_as_a_tool_result(
     )
     assert unknown.startswith("Unknown tool: weather. Available tools: search_history, remember")
     assert "not valid JSON" in not_json and '"expression"' in not_json
+    # Kept as valid JSON, so a provider that parses past calls does not refuse the history.
+    [call_message] = [m for m in llm.chat_requests[1]["messages"] if m.get("tool_calls")]
+    garbled = call_message["tool_calls"][1]["function"]["arguments"]
+    assert json.loads(garbled) == {"unparsed": '{"expression": "1+'}
     assert "invalid arguments for search_history: limit" in bad_schema
     assert raised == "Error: division by zero"
 

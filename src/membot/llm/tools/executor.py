@@ -56,11 +56,20 @@ class ToolCall:
     error: str | None = None
 
     def to_openai(self) -> dict[str, Any]:
-        """The call in the OpenAI `tool_calls` shape: how every mode stores it."""
+        """The call in the OpenAI `tool_calls` shape: how every mode stores it.
+
+        Some providers parse `arguments` of past calls and refuse the whole request when it
+        is not JSON, so a call the model garbled is kept as `{"unparsed": "<what it wrote>"}`.
+        """
+        arguments = self.arguments
+        try:
+            json.loads(arguments)
+        except json.JSONDecodeError:
+            arguments = json.dumps({"unparsed": arguments}, ensure_ascii=False)
         return {
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments},
+            "function": {"name": self.name, "arguments": arguments},
         }
 
     @classmethod
