@@ -1,4 +1,4 @@
-"""`membot run` / `membot check-config` (also `python -m membot`)."""
+"""`membot run` / `membot check-config` / `membot search` (also `python -m membot`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import sys
+from pathlib import Path
 
 from membot.config import ConfigError, load_settings, setup_logging
 
@@ -17,8 +18,28 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="start the bot (long polling)")
     sub.add_parser("check-config", help="validate the settings and print them, secrets masked")
+    search = sub.add_parser(
+        "search", help="search a chat's whole archive (needs only the data directory)"
+    )
+    # A string, checked by the command: argparse would answer a bad id with a usage dump.
+    # "-100123" (a group) still parses as a value, not an option: no option looks like one.
+    search.add_argument("chat_id", metavar="CHAT_ID", help="the chat id, negative for groups")
+    search.add_argument("query", metavar="QUERY", help="words to look for")
+    search.add_argument("--limit", type=int, default=5, help="how many hits (1-50, default 5)")
+    search.add_argument("--json", action="store_true", help="print the hits as a JSON list")
+    search.add_argument(
+        "--data-dir", type=Path, help="default: $DATA_DIR, else DATA_DIR in ./.env, else data"
+    )
     args = parser.parse_args(argv)
     command = args.command or "run"
+
+    if command == "search":
+        # Before load_settings: searching needs no Telegram or OpenRouter tokens.
+        from membot.search.cli import run_search
+
+        return run_search(
+            args.chat_id, args.query, limit=args.limit, as_json=args.json, data_dir=args.data_dir
+        )
 
     try:
         settings = load_settings()

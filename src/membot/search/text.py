@@ -1,7 +1,7 @@
 """Turning text into search terms: the same normalization for indexed messages and queries.
 
 SQLite's FTS5 has no Russian stemmer and Python's sqlite3 cannot register a tokenizer, so
-we stem in Python and hand FTS5 text that is already a space-separated list of stems.
+we stem in Python and hand FTS5 text that is already space-separated stems (and prefixes).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFC", text).lower().replace("ё", "е")
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=50_000)
 def _stem(word: str) -> str:
     # A conversation reuses a small vocabulary; the cache makes stemming an archive cheap.
     if _CYRILLIC.search(word):

@@ -1,0 +1,146 @@
+"""Archive search on a long chat: index build, query latency, catch-up, recall@5.
+
+`python -m bench.search` prints a table; bench/__main__.py calls run() for the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from tests.search_corpus import Conversation, generate_conversation, recall_at_k
+
+from membot.memory import FileRepository, Message
+from membot.search import HistorySearch
+
+BENCHMARK = "search_history"
+CHAT_ID = 100_500
+MESSAGES = 100_000
+QUERIES = 200
+APPENDED = 20
+# A recall figure for the size the unit test checks, next to the one at full size.
+SMALL_MESSAGES = 5_000
+
+Row = dict[str, object]
+
+
+def _row(case: str, metric: str, value: float, unit: str, target: str) -> Row:
+    return {
+        "benchmark": BENCHMARK,
+        "case": case,
+        "metric": metric,
+        "value": round(value, 3),
+        "unit": unit,
+        "target": target,
+    }
+
+
+async def _store(repo: FileRepository, chat_id: int, conversation: Conversation) -> None:
+    # Through the repository, so seqs, meta.json and the file format are the real ones;
+    # big batches keep it to a few dozen fsyncs.
+    step = 5_000
+    for start in range(0, len(conversation.messages), step):
+        await repo.append(chat_id, conversation.messages[start : start + step])
+
+
+def _queries(conversation: Conversation, count: int) -> list[str]:
+    """A mix of the planted questions and everyday words, which match thousands of messages."""
+    rng = random.Random(7)
+    everyday = [
+        "car level",
+        "book school",
+        "report meeting",
+        "машина ключ",
+        "отчёт по работе",
+        "билеты на поезд",
+        "phone",
+        "кофе",
+        "what did we say about the budget",
+        "дача кухня окно",
+    ]
+    planted = [probe.query for probe in conversation.probes]
+    return [rng.choice(planted if i % 2 else everyday) for i in range(count)]
+
+
+def _percentile(samples: list[float], pct: float) -> float:
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered)) - 1))
+    return ordered[index]
+
+
+async def _recall(search: HistorySearch, chat_id: int, conversation: Conversation) -> float:
+    async def seqs(query: str, k: int) -> list[int]:
+        return [hit.seq for hit in await search.search(chat_id, query, k)]
+
+    recall, _ = await recall_at_k(seqs, conversation.probes, k=5)
+    return recall
+
+
+async def _run(root: Path) -> list[Row]:
+    rows: list[Row] = []
+    repo = FileRepository(root)
+    search = HistorySearch(repo, root)
+    case = f"{MESSAGES // 1000}k messages"
+    try:
+        conversation = generate_conversation(MESSAGES)
+        await _store(repo, CHAT_ID, conversation)
+
+        started = time.perf_counter()
+        await search.search(CHAT_ID, "first search builds the index")
+        build = time.perf_counter() - started
+        rows.append(_row(case, "index build (first search)", build, "s", "< 15 s"))
+        size = sum(p.stat().st_size for p in search.index_path(CHAT_ID).parent.glob("search*"))
+        rows.append(_row(case, "index size", size / 2**20, "MiB", "-"))
+
+        latencies = []
+        for query in _queries(conversation, QUERIES):
+            started = time.perf_counter()
+            await search.search(CHAT_ID, query, 5)
+            latencies.append((time.perf_counter() - started) * 1000)
+        rows.append(_row(case, "query latency p50", statistics.median(latencies), "ms", "-"))
+        rows.append(_row(case, "query latency p99", _percentile(latencies, 99), "ms", "< 50 ms"))
+
+        fresh = [
+            Message(role="user" if i % 2 == 0 else "assistant", content=f"new message {i}")
+            for i in range(APPENDED)
+        ]
+        await repo.append(CHAT_ID, fresh)
+        started = time.perf_counter()
+        hits = await search.search(CHAT_ID, f"new message {APPENDED - 1}", 1)
+        catch_up = (time.perf_counter() - started) * 1000
+        if not hits or hits[0].content != f"new message {APPENDED - 1}":
+            raise AssertionError("the appended messages were not indexed")
+        rows.append(_row(case, f"search after {APPENDED} new messages", catch_up, "ms", "< 100 ms"))
+
+        recall = await _recall(search, CHAT_ID, conversation)
+        rows.append(_row(case, "recall@5 (planted facts)", recall, "ratio", ">= 0.9"))
+
+        small = generate_conversation(SMALL_MESSAGES)
+        await _store(repo, CHAT_ID + 1, small)
+        recall = await _recall(search, CHAT_ID + 1, small)
+        small_case = f"{SMALL_MESSAGES // 1000}k messages"
+        rows.append(_row(small_case, "recall@5 (planted facts)", recall, "ratio", ">= 0.9"))
+    finally:
+        await repo.close()
+    return rows
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="membot-bench-search-") as tmp:
+        return asyncio.run(_run(Path(tmp)))
+
+
+def _print_table(rows: list[Row]) -> None:
+    columns = ["case", "metric", "value", "unit", "target"]
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for row in rows:
+        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
+
+
+if __name__ == "__main__":
+    _print_table(run())

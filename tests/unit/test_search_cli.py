@@ -1,0 +1,152 @@
+"""`membot search CHAT_ID "QUERY"`: an operator searching a chat's archive from the shell."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from membot.__main__ import main
+from membot.memory import FileRepository, Message
+
+WHEN = datetime(2025, 3, 1, 14, 2, tzinfo=UTC)
+
+
+def store(data_dir: Path, chat_id: int) -> None:
+    async def write() -> None:
+        repo = FileRepository(data_dir)
+        await repo.append(
+            chat_id,
+            [
+                Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
+                Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
+                *(Message(role="user", content=f"filler {i} about coffee") for i in range(30)),
+            ],
+        )
+        await repo.close()
+
+    asyncio.run(write())
+
+
+@pytest.fixture(autouse=True)
+def no_bot_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # No tokens anywhere and no stray .env: searching must not need the bot's settings.
+    for name in ("TELEGRAM_BOT_TOKEN", "OPENROUTER_API_KEY", "DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+
+
+def test_human_output_with_data_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", 42)
+    code = main(
+        ["search", "42", "where does the sister live", "--data-dir", str(tmp_path / "data")]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert re.fullmatch(
+        r"#1  2025-03-01 14:02  user \(Anna\)  score=\d+\.\d\d  My sister Olga lives in Kazan",
+        lines[0],
+    ), lines
+
+
+def test_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", "42", "Kazan", "--json", "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert {hit["content"] for hit in hits} == {
+        "My sister Olga lives in Kazan",
+        "Kazan is a lovely city!",
+    }
+    first = next(hit for hit in hits if hit["seq"] == 1)
+    assert first["ts"] == "2025-03-01T14:02:00.000Z"
+    assert (first["role"], first["name"]) == ("user", "Anna")
+    assert all(isinstance(hit["score"], float) and hit["score"] > 0 for hit in hits)
+
+
+def test_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", 42)
+    args = [
+        "search",
+        "42",
+        "coffee",
+        "--limit",
+        "3",
+        "--json",
+        "--data-dir",
+        str(tmp_path / "data"),
+    ]
+    assert main(args) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+
+
+def test_data_dir_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path / "env-data", 42)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "env-data"))
+    assert main(["search", "42", "Kazan", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def test_data_dir_from_dotenv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "dotenv-data", 42)
+    Path(".env").write_text(f"TELEGRAM_BOT_TOKEN=\nDATA_DIR={tmp_path / 'dotenv-data'}\n")
+    assert main(["search", "42", "Kazan", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def test_default_data_dir_is_data_in_the_working_directory(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store(Path("data"), 42)
+    assert main(["search", "42", "Olga", "--json"]) == 0
+    assert [hit["seq"] for hit in json.loads(capsys.readouterr().out)] == [1]
+
+
+def test_a_negative_group_chat_id_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", -100123)
+    code = main(["search", "-100123", "Kazan", "--json", "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+@pytest.mark.parametrize("chat_id", ["abc", "12.5", "../42", ""])
+def test_a_bad_chat_id_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chat_id: str
+) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", chat_id, "Kazan", "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert "CHAT_ID" in captured.err
+
+
+def test_a_missing_chat_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", "43", "Kazan", "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.strip().splitlines() == [
+        f"membot search: no chat 43 in {tmp_path / 'data'}"
+    ]
+    # Looking did not create the chat.
+    assert not (tmp_path / "data" / "43").exists()
+
+
+def test_no_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", 42)
+    assert main(["search", "42", "zebra", "--data-dir", str(tmp_path / "data")]) == 0
+    assert capsys.readouterr().out.strip() == "no matching messages"
+    assert main(["search", "42", "zebra", "--json", "--data-dir", str(tmp_path / "data")]) == 0
+    assert json.loads(capsys.readouterr().out) == []
