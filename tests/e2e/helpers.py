@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +32,15 @@ def system_prompt(request: dict[str, Any]) -> str:
     first = request["messages"][0]
     assert first["role"] == "system"
     return str(first["content"])
+
+
+def membot_env(**settings: str) -> dict[str, str]:
+    """The environment for `python -m membot` in a subprocess: this process's environment
+    without any membot setting (so the caller's shell cannot leak in), plus `settings`
+    (given as lower-case field names, e.g. data_dir="...")."""
+    from membot.config import Settings
+
+    names = {name.upper() for name in Settings.model_fields}
+    env = {k: v for k, v in os.environ.items() if k.upper() not in names}
+    env.update({k.upper(): v for k, v in settings.items()})
+    return env

@@ -1,0 +1,255 @@
+"""Durability: a damaged archive at start-up, a kill -9 under load, and bad configuration.
+
+The kill -9 test runs the bot as a real process (`python -m membot run`) against the fakes
+and SIGKILLs it while answers are being sent. What FileRepository guarantees, and what is
+asserted: a turn (question + answer) is written with one write() and fdatasync'd *before*
+the answer is sent, so every answer a user received is on disk after its question, and every
+newline-terminated line is whole JSON. Only the final line may be unterminated: SIGKILL can
+stop a write() between pages, which the repository documents ("at worst one torn last line")
+and repairs on the next append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import API_KEY, TOKEN, StartBot
+from tests.e2e.helpers import membot_env, meta, prompt_texts, system_prompt
+from tests.e2e.test_conversation import say
+from tests.fakes import FakeLLM, FakeTelegram
+
+CHAT = 1001
+
+
+def line(seq: int, role: str, content: str, **extra: Any) -> bytes:
+    record = {"seq": seq, "ts": f"2026-01-01T00:00:{seq:02d}.000Z", "role": role}
+    record.update(content=content, **extra)
+    return json.dumps(record).encode() + b"\n"
+
+
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], bytes]:
+    """Every newline-terminated line parsed (a bad one fails the test), and the unterminated
+    rest (b"" when the file ends with a newline)."""
+    *complete, rest = path.read_bytes().split(b"\n")
+    return [json.loads(raw) for raw in complete], rest
+
+
+def readable(path: Path) -> list[dict[str, Any]]:
+    """The lines a reader can use, skipping damaged ones."""
+    out = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            out.append(json.loads(raw))
+        except ValueError:
+            continue
+    return out
+
+
+async def test_damaged_archive_at_startup_is_read_around_and_repaired(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    data_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chat_dir = data_dir / str(CHAT)
+    chat_dir.mkdir(parents=True)
+    path = chat_dir / "messages.txt"
+    path.write_bytes(
+        line(1, "user", "my cat is called Tom", user_id=CHAT, name="Alice")
+        + line(2, "assistant", "Nice name!")
+        + b"\x00\x00\x00\x00 garbage left by a bad disk \xff\n"  # corrupt middle line
+        + line(3, "user", "and my dog is Rex", user_id=CHAT, name="Alice")
+        + line(4, "assistant", "Noted.")
+        + line(5, "user", "I also have a parr")[:40]  # torn last line, no newline
+    )
+    with caplog.at_level(logging.WARNING):
+        await start_bot()
+        assert await say(tg, CHAT, "what pets do I have?") == "ANSWER: what pets do I have?"
+    assert prompt_texts(llm.chat_requests[-1]) == [
+        ("user", "my cat is called Tom"),
+        ("assistant", "Nice name!"),
+        ("user", "and my dog is Rex"),
+        ("assistant", "Noted."),
+        ("user", "what pets do I have?"),
+    ]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("torn" in w and "messages.txt" in w for w in warnings), warnings
+    assert any("corrupt" in w and "messages.txt" in w for w in warnings), warnings
+
+    # The new exchange starts on a fresh line, numbered after the last good message.
+    raw_lines = path.read_bytes().split(b"\n")
+    assert raw_lines[-1] == b""
+    new = [json.loads(raw) for raw in raw_lines[-3:-1]]
+    assert [(m["seq"], m["role"], m["content"]) for m in new] == [
+        (5, "user", "what pets do I have?"),
+        (6, "assistant", "ANSWER: what pets do I have?"),
+    ]
+    # ...and is read back on the next turn.
+    await say(tg, CHAT, "and their names?")
+    assert prompt_texts(llm.chat_requests[-1])[-3:] == [
+        ("user", "what pets do I have?"),
+        ("assistant", "ANSWER: what pets do I have?"),
+        ("user", "and their names?"),
+    ]
+    assert meta(data_dir, CHAT)["messages_total"] == 8
+
+
+CHATS = range(301, 307)
+PER_CHAT = 10
+SUMMARY_EVERY = 4
+
+
+async def test_kill_9_under_load_loses_no_answer_a_user_saw(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path, tmp_path: Path
+) -> None:
+    pushed = {chat: [f"chat {chat} message {i}" for i in range(PER_CHAT)] for chat in CHATS}
+    for i in range(PER_CHAT):
+        for chat in CHATS:
+            tg.push_text(chat, pushed[chat][i])
+    llm.latency = 0.05  # simulated model latency: turns are still in flight when the kill lands
+    env = membot_env(
+        telegram_bot_token=TOKEN,
+        telegram_api_base=tg.base_url,
+        openrouter_api_key=API_KEY,
+        openrouter_base_url=llm.base_url,
+        openrouter_model="test/model",
+        data_dir=str(data_dir),
+        log_level="WARNING",
+        summary_every=str(SUMMARY_EVERY),
+    )
+    stderr_path = tmp_path / "membot.stderr"
+    with open(stderr_path, "wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "membot",
+            "run",
+            cwd=tmp_path,
+            env=env,
+            stdout=stderr,
+            stderr=stderr,
+        )
+        try:
+            await tg.wait_for_total(15, timeout=60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nbot stderr:\n{stderr_path.read_text()}") from None
+        finally:
+            process.kill()
+            await process.wait()
+    assert process.returncode == -signal.SIGKILL
+    llm.latency = 0.0
+    answers = list(tg.sent)
+    assert len(answers) >= 15
+    assert "Traceback" not in stderr_path.read_text()
+
+    for chat in CHATS:
+        sent = [m.text for m in answers if m.chat_id == chat]
+        chat_dir = data_dir / str(chat)
+        if not (chat_dir / "messages.txt").exists():
+            assert sent == []
+            continue
+        lines, torn = read_jsonl(chat_dir / "messages.txt")
+        assert [m["seq"] for m in lines] == list(range(1, len(lines) + 1))
+        roles = [m["role"] for m in lines]
+        # A turn is one write: only a torn write can leave a question without its answer.
+        dangling = ["user"] if torn and len(lines) % 2 else []
+        assert roles == ["user", "assistant"] * (len(lines) // 2) + dangling, (chat, torn)
+        questions = [m["content"] for m in lines if m["role"] == "user"]
+        assert questions == pushed[chat][: len(questions)]
+        on_disk = [m["content"] for m in lines if m["role"] == "assistant"]
+        assert on_disk == [f"ANSWER: {q}" for q in questions[: len(on_disk)]]
+        # Everything the user saw is remembered, in the order it was seen.
+        assert sent == on_disk[: len(sent)], chat
+
+        chat_meta = json.loads((chat_dir / "meta.json").read_text())
+        assert chat_meta["chat_id"] == chat
+        assert chat_meta["messages_total"] <= len(lines)  # meta may lag the archive, never lead
+        if (chat_dir / "summary.txt").exists():
+            assert (chat_dir / "summary.txt").read_text().startswith("SUMMARY #")
+        if (chat_dir / "summaries.log").exists():
+            log_lines, _ = read_jsonl(chat_dir / "summaries.log")
+            for entry in log_lines:
+                assert 1 <= entry["covers_from"] <= entry["covers_to"] <= len(lines)
+
+    # A new bot on the same DATA_DIR picks up where the killed one stopped.
+    chat = max(CHATS, key=lambda c: len(tg.messages_to(c)))
+    seen_before = [m.text for m in tg.messages_to(chat)]
+    summary_path = data_dir / str(chat) / "summary.txt"
+    summary = summary_path.read_text().strip() if summary_path.exists() else ""
+    # The killed bot had fetched (and so confirmed) every update: only ours will come.
+    assert tg.pending_updates() == 0
+    await start_bot(window_size=50, summary_every=SUMMARY_EVERY)
+    tg.push_text(chat, "what do you remember?")
+    await tg.wait_until(
+        lambda: "ANSWER: what do you remember?" in [m.text for m in tg.messages_to(chat)],
+        what="the restarted bot's answer",
+    )
+    request = next(
+        r for r in llm.chat_requests if r["messages"][-1]["content"] == "what do you remember?"
+    )
+    history = prompt_texts(request)[:-1]
+    archive = readable(data_dir / str(chat) / "messages.txt")
+    asked_at = next(i for i, m in enumerate(archive) if m["content"] == "what do you remember?")
+    assert history == [(m["role"], m["content"]) for m in archive[:asked_at]]
+    for text in seen_before:
+        assert ("assistant", text) in history
+    if summary:
+        assert summary in system_prompt(request)
+
+
+@pytest.mark.parametrize(
+    ("settings", "variable"),
+    [
+        ({"window_size": "0"}, "WINDOW_SIZE"),
+        ({"window_size": "lots"}, "WINDOW_SIZE"),
+        ({"telegram_bot_token": None}, "TELEGRAM_BOT_TOKEN"),
+    ],
+    ids=["window-zero", "window-not-a-number", "no-token"],
+)
+async def test_run_with_bad_config_exits_2_before_touching_anything(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    data_dir: Path,
+    tmp_path: Path,
+    settings: dict[str, str | None],
+    variable: str,
+) -> None:
+    values: dict[str, str | None] = {
+        "telegram_bot_token": TOKEN,
+        "telegram_api_base": tg.base_url,
+        "openrouter_api_key": API_KEY,
+        "openrouter_base_url": llm.base_url,
+        "data_dir": str(data_dir),
+        **settings,
+    }
+    env = membot_env(**{k: v for k, v in values.items() if v is not None})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "membot",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        stdout, stderr = await process.communicate()
+    assert process.returncode == 2
+    err = stderr.decode()
+    assert "Traceback" not in err
+    [message] = err.strip().splitlines()
+    assert message.startswith("membot: configuration error: ") and variable in message
+    assert stdout == b""
+    # It stopped before talking to anyone or creating anything.
+    assert tg.calls == [] and llm.requests == []
+    assert not data_dir.exists()

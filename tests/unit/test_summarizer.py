@@ -1,0 +1,256 @@
+"""The Summarizer against the real FakeLLM server (over HTTP, through the real OpenAI client)
+and a real FileRepository in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import API_KEY, StartBot
+from tests.fakes import FakeLLM, FakeTelegram, Reply
+
+from membot.llm.client import OpenAIChatModel
+from membot.llm.summarizer import MAX_BLOCK_FACTOR, TOOL_RESULT_CHARS, Summarizer
+from membot.memory import FileRepository, Message
+
+CHAT = 77
+
+
+@pytest.fixture
+async def model(llm: FakeLLM) -> AsyncIterator[OpenAIChatModel]:
+    chat_model = OpenAIChatModel(
+        api_key=API_KEY, base_url=llm.base_url, model="test/model", timeout=5.0
+    )
+    yield chat_model
+    await chat_model.close()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> FileRepository:
+    return FileRepository(tmp_path)
+
+
+def chat_files(repo: FileRepository) -> Path:
+    return repo.chat_dir(CHAT)
+
+
+async def talk(repo: FileRepository, first: int, last: int) -> None:
+    """Store turns first..last: 'question i' from Ann, then 'answer i'."""
+    for i in range(first, last + 1):
+        await repo.append(
+            CHAT,
+            [
+                Message(role="user", content=f"question {i}", user_id=5, name="Ann"),
+                Message(role="assistant", content=f"answer {i}"),
+            ],
+        )
+
+
+def prompt(request: dict[str, Any]) -> tuple[str, str]:
+    """(instructions, the user message with the previous summary and the new messages)."""
+    system, user = request["messages"]
+    assert (system["role"], user["role"]) == ("system", "user")
+    return system["content"], user["content"]
+
+
+def log_entries(repo: FileRepository) -> list[dict[str, Any]]:
+    path = chat_files(repo) / "summaries.log"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def meta(repo: FileRepository) -> dict[str, Any]:
+    return json.loads((chat_files(repo) / "meta.json").read_text())
+
+
+async def test_not_due_below_summary_every(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository
+) -> None:
+    summarizer = Summarizer(model, repo, every=6)
+    await talk(repo, 1, 2)
+    await repo.append(CHAT, [Message(role="user", content="one more")])  # 5 messages
+    assert summarizer.due(5, 0) is False
+    assert await summarizer.maybe_summarize(CHAT) is False
+    assert llm.requests == []
+    assert not (chat_files(repo) / "summary.txt").exists()
+    assert meta(repo)["summarized_upto"] == 0
+
+
+async def test_first_summary_at_the_threshold(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository
+) -> None:
+    summarizer = Summarizer(model, repo, every=4)
+    await talk(repo, 1, 2)
+    assert summarizer.due(4, 0) is True
+    assert await summarizer.maybe_summarize(CHAT) is True
+
+    [request] = llm.requests
+    assert request["model"] == "test/model"
+    _, content = prompt(request)
+    assert content == (
+        "Previous summary: none\n\n"
+        "New messages:\n"
+        "User (Ann): question 1\nAssistant: answer 1\n"
+        "User (Ann): question 2\nAssistant: answer 2"
+    )
+    summary = (chat_files(repo) / "summary.txt").read_text()
+    assert summary.startswith("SUMMARY #1: ")
+    assert await repo.get_summary(CHAT) == summary
+    [entry] = log_entries(repo)
+    assert (entry["covers_from"], entry["covers_to"], entry["text"]) == (1, 4, summary)
+    assert (meta(repo)["summarized_upto"], meta(repo)["summaries_made"]) == (4, 1)
+    # Covered now: not due again until SUMMARY_EVERY new messages.
+    assert await summarizer.maybe_summarize(CHAT) is False
+    assert len(llm.requests) == 1
+
+
+async def test_next_summary_merges_the_previous_one_with_only_new_messages(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository
+) -> None:
+    summarizer = Summarizer(model, repo, every=4)
+    await talk(repo, 1, 2)
+    first = "Ann asked questions 1 and 2\nand got answers."
+    llm.script(first)
+    await summarizer.maybe_summarize(CHAT)
+    assert await repo.get_summary(CHAT) == first
+    await talk(repo, 3, 3)
+    assert await summarizer.maybe_summarize(CHAT) is False  # 2 new messages: not yet
+    await talk(repo, 4, 4)
+    assert await summarizer.maybe_summarize(CHAT) is True
+
+    _, content = prompt(llm.requests[-1])
+    previous, new = content.split("\n\nNew messages:\n")
+    assert previous == f"Previous summary:\n{first}"
+    assert new.splitlines() == [
+        "User (Ann): question 3",
+        "Assistant: answer 3",
+        "User (Ann): question 4",
+        "Assistant: answer 4",
+    ]
+    second = (chat_files(repo) / "summary.txt").read_text()
+    assert second.startswith("SUMMARY #2: ") and second != first
+    assert [(e["covers_from"], e["covers_to"]) for e in log_entries(repo)] == [(1, 4), (5, 8)]
+    assert (meta(repo)["summarized_upto"], meta(repo)["summaries_made"]) == (8, 2)
+
+
+async def test_llm_failure_changes_nothing_and_the_next_call_succeeds(
+    llm: FakeLLM,
+    model: OpenAIChatModel,
+    repo: FileRepository,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    summarizer = Summarizer(model, repo, every=4)
+    await talk(repo, 1, 2)
+    await summarizer.maybe_summarize(CHAT)
+    await talk(repo, 3, 4)
+    files = {p.name: p.read_bytes() for p in chat_files(repo).iterdir()}
+
+    llm.script(Reply(status=500, error_message="upstream exploded"))
+    with caplog.at_level(logging.ERROR):
+        assert await summarizer.maybe_summarize(CHAT) is False
+    assert any(r.levelno == logging.ERROR for r in caplog.records)
+    assert {p.name: p.read_bytes() for p in chat_files(repo).iterdir()} == files
+
+    assert await summarizer.maybe_summarize(CHAT) is True
+    _, content = prompt(llm.requests[-1])
+    assert "question 3" in content and "answer 4" in content
+    assert [(e["covers_from"], e["covers_to"]) for e in log_entries(repo)] == [(1, 4), (5, 8)]
+    assert meta(repo)["summarized_upto"] == 8
+
+
+@pytest.mark.parametrize("empty", ["", "  \n "])
+async def test_an_empty_summary_is_not_saved(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository, empty: str
+) -> None:
+    summarizer = Summarizer(model, repo, every=4)
+    await talk(repo, 1, 2)
+    llm.script(Reply(content=empty))
+    assert await summarizer.maybe_summarize(CHAT) is False
+    assert not (chat_files(repo) / "summary.txt").exists()
+    assert log_entries(repo) == []
+    assert meta(repo)["summarized_upto"] == 0
+    assert await summarizer.maybe_summarize(CHAT) is True  # retried, and now it works
+    assert meta(repo)["summarized_upto"] == 4
+
+
+async def test_a_long_backlog_is_capped_to_the_newest_messages(
+    llm: FakeLLM,
+    model: OpenAIChatModel,
+    repo: FileRepository,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    every = 2
+    cap = every * MAX_BLOCK_FACTOR
+    summarizer = Summarizer(model, repo, every=every)
+    turns = cap  # 2 * cap messages waiting, e.g. after a long outage of the model
+    await talk(repo, 1, turns)
+    with caplog.at_level(logging.WARNING):
+        assert await summarizer.maybe_summarize(CHAT) is True
+    assert "await a summary" in caplog.text
+
+    _, content = prompt(llm.requests[-1])
+    shown = content.split("New messages:\n")[1].splitlines()
+    assert len(shown) == cap
+    first_turn = turns - cap // 2 + 1
+    assert shown[0] == f"User (Ann): question {first_turn}"
+    assert shown[-1] == f"Assistant: answer {turns}"
+    [entry] = log_entries(repo)
+    assert (entry["covers_from"], entry["covers_to"]) == (2 * turns - cap + 1, 2 * turns)
+    # The summary is not stuck behind the skipped part: everything counts as handled.
+    assert meta(repo)["summarized_upto"] == 2 * turns
+    assert await summarizer.maybe_summarize(CHAT) is False
+
+
+async def test_tool_results_are_truncated_in_the_summary_prompt(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository
+) -> None:
+    summarizer = Summarizer(model, repo, every=4)
+    call = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": "{}"}}
+    result = "R" * TOOL_RESULT_CHARS + "TAIL-THE-MODEL-NEVER-SEES"
+    await repo.append(
+        CHAT,
+        [
+            Message(role="user", content="what is 6*7?", name="Ann"),
+            Message(role="assistant", content="", tool_calls=(call,)),
+            Message(role="tool", content=result, tool_call_id="call_1", name="calc"),
+            Message(role="assistant", content="It is 42."),
+        ],
+    )
+    assert await summarizer.maybe_summarize(CHAT) is True
+    _, content = prompt(llm.requests[-1])
+    assert content.split("New messages:\n")[1].splitlines() == [
+        "User (Ann): what is 6*7?",
+        "Assistant (used tools: calc)",
+        "Tool result: " + "R" * TOOL_RESULT_CHARS,
+        "Assistant: It is 42.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("language", "expected"),
+    [("German", "German"), ("", "the language of the conversation")],
+)
+async def test_summary_language_goes_into_the_instructions(
+    llm: FakeLLM, model: OpenAIChatModel, repo: FileRepository, language: str, expected: str
+) -> None:
+    summarizer = Summarizer(model, repo, every=2, language=language)
+    await talk(repo, 1, 1)
+    await summarizer.maybe_summarize(CHAT)
+    instructions, _ = prompt(llm.requests[-1])
+    assert f"Write the summary in {expected}." in instructions
+
+
+async def test_summary_language_setting_reaches_the_running_bot(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    await start_bot(summary_every=2, summary_language="Deutsch")
+    tg.push_text(CHAT, "hallo")
+    await tg.wait_for_messages(CHAT, 1)
+    await llm.wait_until(lambda: len(llm.summary_requests) == 1, what="the summary request")
+    instructions, _ = prompt(llm.summary_requests[0])
+    assert "Write the summary in Deutsch." in instructions
