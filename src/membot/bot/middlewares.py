@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiogram import BaseMiddleware
 from aiogram.types import Chat, Message, TelegramObject
+
+from membot.locks import KeyedLocks
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ class ChatSequencer(BaseMiddleware):
     """
 
     def __init__(self) -> None:
-        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._lock = KeyedLocks()
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -40,10 +41,7 @@ class ChatSequencer(BaseMiddleware):
         try:
             if chat is None:
                 return await handler(event, data)
-            lock = self._locks.get(chat.id)
-            if lock is None:
-                lock = self._locks[chat.id] = asyncio.Lock()
-            async with lock:
+            async with self._lock(chat.id):
                 return await handler(event, data)
         finally:
             self._in_flight -= 1

@@ -21,12 +21,12 @@ import logging
 import os
 import shutil
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from membot.locks import KeyedLocks
 from membot.memory.models import (
     ChatContext,
     ChatMeta,
@@ -60,18 +60,10 @@ class FileRepository:
 
     def __init__(self, data_dir: Path | str) -> None:
         self.root = Path(data_dir)
-        # Entries vanish once no coroutine holds the lock: no per-chat state accumulates.
-        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._lock = KeyedLocks()
 
     def chat_dir(self, chat_id: int) -> Path:
         return self.root / chat_key(chat_id)
-
-    def _lock(self, chat_id: int) -> asyncio.Lock:
-        lock = self._locks.get(chat_id)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[chat_id] = lock
-        return lock
 
     # -- reading -------------------------------------------------------------------------
 

@@ -13,12 +13,12 @@ import contextlib
 import logging
 import sqlite3
 import time
-import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
 from membot.memory.files import chat_key
 from membot.memory.models import Message, iso, parse_iso
@@ -94,8 +94,7 @@ class HistorySearch:
     def __init__(self, repository: ChatRepository, index_root: Path | str) -> None:
         self._repository = repository
         self._root = Path(index_root)
-        # Entries vanish once no coroutine holds the lock: no per-chat state accumulates.
-        self._locks: weakref.WeakValueDictionary[int, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._lock = KeyedLocks()
 
     def index_path(self, chat_id: int) -> Path:
         # chat_key rejects anything but an int: the path never comes from user text.
@@ -135,13 +134,6 @@ class HistorySearch:
         path = self.index_path(chat_id)
         async with self._lock(chat_id):
             await asyncio.to_thread(_delete_index, path)
-
-    def _lock(self, chat_id: int) -> asyncio.Lock:
-        lock = self._locks.get(chat_id)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[chat_id] = lock
-        return lock
 
     async def _search_locked(
         self, chat_id: int, path: Path, match: str, limit: int
@@ -205,18 +197,32 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+@contextlib.contextmanager
+def _write(path: Path) -> Iterator[sqlite3.Connection]:
+    """A write transaction: committed when the block ends, rolled back if it raises."""
+    conn = _connect(path)
+    try:
+        # IMMEDIATE takes the write lock up front: two indexers never interleave.
+        conn.execute("BEGIN IMMEDIATE")
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    finally:
+        conn.close()
+
+
 def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> int:
     """Make the index usable for this generation of the chat; return its last indexed seq."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    conn = _connect(path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    with _write(path) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         row = None
         if version == SCHEMA_VERSION:
             row = conn.execute("SELECT generation, last_seq FROM state").fetchone()
         if row is not None and row[0] == generation and row[1] <= messages_total:
-            conn.execute("COMMIT")
             return int(row[1])
         if row is None:
             log.info("chat %s: building the search index", chat_id)
@@ -230,13 +236,6 @@ def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> 
             conn.execute(statement)
         conn.execute("INSERT INTO state (id, generation, last_seq) VALUES (1, ?, 0)", (generation,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.rollback()
-        raise
-    finally:
-        conn.close()
     # journal_mode cannot change inside a transaction; it is stored in the file, set once.
     conn = _connect(path)
     try:
@@ -248,9 +247,7 @@ def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> 
 
 def _insert(path: Path, messages: Sequence[Message]) -> int:
     """Index a batch in one transaction; return how many messages became searchable."""
-    conn = _connect(path)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
+    with _write(path) as conn:
         # Re-read under the write lock: another process may have indexed these meanwhile.
         (last_seq,) = conn.execute("SELECT last_seq FROM state").fetchone()
         fresh = [m for m in messages if m.seq > last_seq]
@@ -266,14 +263,7 @@ def _insert(path: Path, messages: Sequence[Message]) -> int:
         )
         if fresh:
             conn.execute("UPDATE state SET last_seq = ?", (max(m.seq for m in fresh),))
-        conn.execute("COMMIT")
         return len(rows)
-    except BaseException:
-        if conn.in_transaction:
-            conn.rollback()
-        raise
-    finally:
-        conn.close()
 
 
 def _query(path: Path, match: str, limit: int) -> list[SearchHit]:
