@@ -2,7 +2,7 @@
 UV ?= uv
 PYTHON ?= python3
 
-.PHONY: install run check-config test test-fast lint format typecheck bench clean
+.PHONY: install run check-config test lint format bench clean
 
 install: ## install uv if missing, then the locked dependencies into .venv
 	@command -v $(UV) >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv

@@ -54,11 +54,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     setup_logging(settings.log_level)
+    from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
+
     from membot.bot.app import MembotApp  # imported late: aiogram is heavy for check-config
 
     # aiogram turns SIGINT/SIGTERM into a graceful stop; a second Ctrl-C lands here.
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(MembotApp(settings).run())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(MembotApp(settings).run())
+    except TelegramUnauthorizedError:
+        print(
+            "membot: TELEGRAM_BOT_TOKEN is invalid: the Bot API refused it (401 Unauthorized)",
+            file=sys.stderr,
+        )
+        return 2
+    except TelegramNetworkError as exc:
+        # Only at start-up: once polling runs, aiogram retries network errors with backoff.
+        print(
+            f"membot: cannot reach the Telegram Bot API at {settings.telegram_api_base} "
+            f"(TELEGRAM_API_BASE): {exc.message}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

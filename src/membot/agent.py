@@ -120,7 +120,8 @@ class Agent:
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
-                    log.warning("chat %s: tool calls past the cap were ignored", chat_id)
+                    why = "past the cap" if self.tools else "while tools are off"
+                    log.warning("chat %s: tool calls made %s were ignored", chat_id, why)
                 if not text:
                     if not produced:
                         raise LLMUnavailable("the model returned an empty answer")

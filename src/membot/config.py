@@ -52,6 +52,16 @@ class Settings(BaseSettings):
     # None means "every built-in tool"; an empty TOOLS= switches tools off.
     tools: Annotated[tuple[str, ...] | None, NoDecode] = None
 
+    @field_validator("telegram_bot_token")
+    @classmethod
+    def _token_shape(cls, value: SecretStr) -> SecretStr:
+        # The shape aiogram insists on ("<bot id>:<secret>"); checked here so a pasted-wrong
+        # token is a one-line config error, not a traceback from deep inside aiogram.
+        bot_id, sep, secret = value.get_secret_value().partition(":")
+        if not (sep and bot_id.isdigit() and secret) or any(c.isspace() for c in secret):
+            raise ValueError('must look like "123456789:AA..." (the token from @BotFather)')
+        return value
+
     @field_validator("telegram_api_base", "openrouter_base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:

@@ -42,5 +42,8 @@ def membot_env(**settings: str) -> dict[str, str]:
 
     names = {name.upper() for name in Settings.model_fields}
     env = {k: v for k, v in os.environ.items() if k.upper() not in names}
+    # Let the first subprocess cache bytecode in .venv: without it every `python -m membot`
+    # recompiles aiogram and pydantic (seconds each), which dominates these tests' runtime.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({k.upper(): v for k, v in settings.items()})
     return env

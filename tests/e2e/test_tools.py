@@ -333,3 +333,22 @@ async def test_hermes_one_request_when_no_tool(
     await start_bot(tool_mode="hermes")
     assert await ask(tg, "just chat", 1) == ["ANSWER: just chat"]
     assert len(llm.requests) == 1
+
+
+async def test_switching_tools_off_keeps_earlier_tool_use_readable(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    first = await start_bot(**QUIET)
+    llm.script(
+        Reply(content="", tool_calls=[native_call("calculate", {"expression": "6*7"})]),
+        Reply(content="It is 42."),
+    )
+    await ask(tg, "6*7?", 1)
+    await first.stop()
+    await start_bot(tools="", **QUIET)
+    assert await ask(tg, "thanks", 1) == ["ANSWER: thanks"]
+    request = llm.chat_requests[-1]
+    # No tools declared, so no native tool messages either: the earlier call reads as text.
+    assert "tools" not in request
+    assert all("tool_calls" not in m and m["role"] != "tool" for m in request["messages"])
+    assert any('"content": "42"' in m["content"] for m in request["messages"])

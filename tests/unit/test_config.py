@@ -29,6 +29,7 @@ def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Co
         "TOOL_MODE",
     ):
         clean.pop(key, None)
+    clean.pop("PYTHONDONTWRITEBYTECODE", None)  # see tests/e2e/helpers.py: membot_env
     clean.update(env)
     return subprocess.run(
         [sys.executable, "-m", "membot", *args],
@@ -44,7 +45,8 @@ def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Co
     ("env", "variable", "words"),
     [
         ({"OPENROUTER_API_KEY": "k"}, "TELEGRAM_BOT_TOKEN", "required"),
-        ({"TELEGRAM_BOT_TOKEN": "t"}, "OPENROUTER_API_KEY", "required"),
+        ({"TELEGRAM_BOT_TOKEN": "1:t"}, "OPENROUTER_API_KEY", "required"),
+        ({**BASE_ENV, "TELEGRAM_BOT_TOKEN": "my token"}, "TELEGRAM_BOT_TOKEN", "@BotFather"),
         ({**BASE_ENV, "WINDOW_SIZE": "twenty"}, "WINDOW_SIZE", "integer"),
         ({**BASE_ENV, "WINDOW_SIZE": "0"}, "WINDOW_SIZE", "greater than or equal to 1"),
         ({**BASE_ENV, "LLM_TIMEOUT": "-1"}, "LLM_TIMEOUT", "greater than 0"),
@@ -86,7 +88,7 @@ def test_check_config_prints_settings_with_secrets_masked(tmp_path: Path) -> Non
 
 def test_env_file_is_read(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text(
-        "TELEGRAM_BOT_TOKEN=from-file\nOPENROUTER_API_KEY=key-from-file\nSUMMARY_EVERY=30\n"
+        "TELEGRAM_BOT_TOKEN=1:from-file\nOPENROUTER_API_KEY=key-from-file\nSUMMARY_EVERY=30\n"
     )
     result = run_membot(tmp_path, {}, "check-config")
     assert result.returncode == 0, result.stderr
@@ -104,7 +106,7 @@ def test_defaults() -> None:
 def test_load_settings_raises_one_line() -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(
-            _env_file=None, telegram_bot_token="t", openrouter_api_key="k", window_size=-3
+            _env_file=None, telegram_bot_token="1:t", openrouter_api_key="k", window_size=-3
         )
     assert "WINDOW_SIZE" in str(info.value) and "\n" not in str(info.value)
 
@@ -122,7 +124,7 @@ def test_bad_tool_settings_name_the_variable(
     overrides: dict[str, str], variable: str, words: str
 ) -> None:
     with pytest.raises(ConfigError) as err:
-        load_settings(_env_file=None, telegram_bot_token="t", openrouter_api_key="k", **overrides)
+        load_settings(_env_file=None, telegram_bot_token="1:t", openrouter_api_key="k", **overrides)
     assert variable in str(err.value) and words in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -130,7 +132,7 @@ def test_bad_tool_settings_name_the_variable(
 def test_tools_setting_picks_builtins_and_empty_means_none() -> None:
     from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
 
-    base = {"telegram_bot_token": "t", "openrouter_api_key": "k", "_env_file": None}
+    base = {"telegram_bot_token": "1:t", "openrouter_api_key": "k", "_env_file": None}
     assert load_settings(**base).enabled_tools == BUILTIN_TOOL_NAMES
     assert load_settings(**base, tools=" calculate , remember ").enabled_tools == (
         "calculate",

@@ -84,8 +84,16 @@ class MembotApp:
         self.dispatcher.shutdown.register(self._on_shutdown)
 
     async def _on_startup(self, bot: Bot) -> None:
-        await bot.delete_webhook(drop_pending_updates=False)
-        await bot.set_my_commands([BotCommand(command=c, description=d) for c, d in texts.COMMANDS])
+        try:
+            await bot.delete_webhook(drop_pending_updates=False)
+            await bot.set_my_commands(
+                [BotCommand(command=c, description=d) for c, d in texts.COMMANDS]
+            )
+        except BaseException:
+            # aiogram runs no shutdown when startup fails: release everything, then fail.
+            await self._release()
+            await bot.session.close()
+            raise
         if not self.settings.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
@@ -101,10 +109,13 @@ class MembotApp:
     async def _on_shutdown(self) -> None:
         # Polling has stopped; let updates already being answered finish, then the summaries.
         await self.sequencer.wait_idle(SHUTDOWN_GRACE)
+        await self._release()
+        log.info("membot stopped")
+
+    async def _release(self) -> None:
         await self.agent.aclose()
         await self.model.close()
         await self.repository.close()
-        log.info("membot stopped")
 
     async def run(self, *, handle_signals: bool = True) -> None:
         await self.dispatcher.start_polling(

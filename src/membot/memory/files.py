@@ -165,7 +165,7 @@ class FileRepository:
                 log.warning("chat %s: terminating a torn last line in %s", chat_id, MESSAGES)
                 payload = b"\n" + payload
             _write_all(fd, payload)
-            os.fdatasync(fd)
+            _fdatasync(fd)
         finally:
             os.close(fd)
         if new_dir:
@@ -473,6 +473,10 @@ def _write_text_atomic(path: Path, text: str) -> None:
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+# macOS has no fdatasync; fsync is the same promise there, with the metadata too.
+_fdatasync = getattr(os, "fdatasync", os.fsync)
 
 
 def _fsync_dir(path: Path) -> None:

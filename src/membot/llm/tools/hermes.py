@@ -15,11 +15,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from membot.llm.client import ChatMessage
 from membot.llm.tools.executor import ToolCall, new_call_id
 from membot.llm.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from membot.llm.client import ChatMessage
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"

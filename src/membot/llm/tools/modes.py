@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from membot.llm.client import ChatMessage, LLMResponse
 from membot.llm.tools import hermes
 from membot.llm.tools.executor import ToolCall
 from membot.llm.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:  # the openai client is heavy; config validation imports this package
+    from membot.llm.client import ChatMessage, LLMResponse
 
 ToolModeName = Literal["native", "hermes"]
 
@@ -53,7 +55,9 @@ class NativeMode:
         self, messages: Sequence[ChatMessage], registry: ToolRegistry, *, final: bool
     ) -> Request:
         if not registry:
-            return Request(list(messages))
+            # Tools are off (TOOLS=) but the history may hold earlier tool use; providers
+            # refuse `tool_calls` without declared tools, so that part is shown as text.
+            return Request(hermes.render(messages))
         tools = [tool.openai_schema() for tool in registry]
         # The history holds tool calls, so the tools stay declared; "none" forbids new ones.
         return Request(list(messages), tools=tools, tool_choice="none" if final else None)
