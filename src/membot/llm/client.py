@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from membot.llm.errors import (
     LLMError,
@@ -89,16 +90,17 @@ class OpenAIChatModel:
         tool_choice: str | None = None,
     ) -> LLMResponse:
         started = time.perf_counter()
-        extra: dict[str, Any] = {}
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if tools:
-            extra["tools"] = list(tools)
+            body["tools"] = list(tools)
             if tool_choice:
-                extra["tool_choice"] = tool_choice
+                body["tool_choice"] = tool_choice
         try:
-            completion = await self._client.chat.completions.create(
-                model=self.model,
-                messages=list(messages),  # type: ignore[arg-type]
-                **extra,
+            # The same request `chat.completions.create` sends, with the same retries,
+            # timeouts and errors, minus its walk of the body through the SDK's TypedDicts:
+            # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
+            completion = await self._client.post(
+                "/chat/completions", body=body, cast_to=ChatCompletion
             )
         except openai.APITimeoutError:
             self._log_failure(purpose, started, "timeout")

@@ -1,0 +1,66 @@
+"""The floor: the least a Telegram-to-LLM relay can do, to measure membot's overhead against.
+
+A bare aiogram 3 Dispatcher with one message handler that sends the user's text (alone: no
+memory, no system prompt, no tools) to an OpenAI-compatible endpoint and answers with the
+reply as plain text. No middlewares, no per-chat sequencing, no files, no Markdown rendering.
+The Bot and its HTTP session are built exactly like membot's (``MembotApp``), so both talk to
+the same fakes through the same client stack.
+"""
+
+from __future__ import annotations
+
+from aiogram import Bot, Dispatcher, F, Router
+from aiogram.client.default import DefaultBotProperties
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.types import LinkPreviewOptions, Message
+from openai import AsyncOpenAI
+
+
+class FloorRelay:
+    """Same lifecycle as ``MembotApp``: ``await run(handle_signals=False)`` until ``stop()``."""
+
+    def __init__(
+        self,
+        *,
+        telegram_token: str,
+        telegram_api_base: str,
+        api_key: str,
+        llm_base_url: str,
+        model: str,
+        timeout: float = 60.0,
+    ) -> None:
+        self.model = model
+        self.client = AsyncOpenAI(
+            api_key=api_key, base_url=llm_base_url, timeout=timeout, max_retries=0
+        )
+        self.bot = Bot(
+            token=telegram_token,
+            session=AiohttpSession(api=TelegramAPIServer.from_base(telegram_api_base)),
+            default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
+        )
+        self.dispatcher = Dispatcher()
+        router = Router(name="relay")
+        router.message(F.text)(self._relay)
+        self.dispatcher.include_router(router)
+        self.dispatcher.shutdown.register(self._on_shutdown)
+
+    async def _relay(self, message: Message) -> None:
+        completion = await self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "user", "content": message.text or ""}],
+        )
+        await message.answer(completion.choices[0].message.content or "(empty)")
+
+    async def _on_shutdown(self) -> None:
+        await self.client.close()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        await self.dispatcher.start_polling(
+            self.bot,
+            handle_signals=handle_signals,
+            allowed_updates=self.dispatcher.resolve_used_update_types(),
+        )
+
+    async def stop(self) -> None:
+        await self.dispatcher.stop_polling()

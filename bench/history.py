@@ -1,0 +1,154 @@
+"""History growth: does an answer get slower as a chat's archive grows?
+
+Three chats are pre-filled on disk (messages.txt, meta.json, summary.txt, summaries.log written
+in membot's own formats) with 10, 10,000 and 100,000 messages, then one membot instance answers
+them in rounds: each round sends one message to each chat in turn (rotating the order), waiting
+for every answer, so machine drift hits all cases alike. Zero-latency LLM, so the memory's
+cost is not hidden behind the model's. Summaries are switched off (SUMMARY_EVERY=10000) to
+isolate reading and writing the history; the summarizer only ever reads the unsummarized tail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.core import Row, fakes, make_membot, median, percentile, row, running
+from membot.memory.files import MESSAGES, META, SUMMARIES_LOG, SUMMARY
+from membot.memory.models import ChatMeta, Message, Summary
+
+BENCH = "history"
+TARGET_RATIO = 1.15
+SIZES = (10, 10_000, 100_000)
+BASE_CHAT = 2000
+START = datetime(2025, 1, 1, tzinfo=UTC)
+SUMMARY_TEXT = (
+    "Alice is planning a trip to Lisbon in May with her sister; she prefers trains to planes, "
+    "is vegetarian, and asked for museum suggestions. The assistant suggested the Gulbenkian "
+    "and promised a day-by-day plan. She also has a grey cat called Pixel and works as a "
+    "translator from Portuguese."
+)
+_TOPICS = (
+    "the weather in Lisbon",
+    "a recipe for lentil soup",
+    "how to keep a cat off the keyboard",
+    "train times from Porto",
+    "a birthday present for my sister",
+    "what FTS5 is in SQLite",
+)
+
+
+def _message(seq: int, chat_id: int, ts: datetime) -> Message:
+    topic = _TOPICS[seq % len(_TOPICS)]
+    if seq % 2 == 1:
+        return Message(
+            role="user",
+            content=f"Question {seq}: could you tell me about {topic}? " * (1 + seq % 3),
+            ts=ts,
+            seq=seq,
+            user_id=chat_id,
+            name="Alice",
+            tg_message_id=seq,
+        )
+    return Message(
+        role="assistant",
+        content=f"Answer {seq}: here is what I know about {topic}. " * (2 + seq % 5),
+        ts=ts,
+        seq=seq,
+    )
+
+
+def prefill(data_dir: Path, chat_id: int, count: int) -> None:
+    """Write a chat of ``count`` messages, fully summarized, as membot would have left it."""
+    directory = data_dir / str(chat_id)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    last = START + timedelta(seconds=30 * count)
+    with open(directory / MESSAGES, "w", encoding="utf-8") as fh:
+        batch: list[str] = []
+        for seq in range(1, count + 1):
+            batch.append(_message(seq, chat_id, START + timedelta(seconds=30 * seq)).to_json())
+            if len(batch) >= 10_000:
+                fh.write("\n".join(batch) + "\n")
+                batch.clear()
+        if batch:
+            fh.write("\n".join(batch) + "\n")
+    (directory / SUMMARY).write_text(SUMMARY_TEXT, encoding="utf-8")
+    summary = Summary(text=SUMMARY_TEXT, covers_from=1, covers_to=count, ts=last)
+    (directory / SUMMARIES_LOG).write_text(summary.to_json() + "\n", encoding="utf-8")
+    meta = ChatMeta(
+        chat_id=chat_id,
+        messages_total=count,
+        summarized_upto=count,
+        summaries_made=max(1, count // 20),
+        created_at=START,
+        updated_at=last,
+        last_summary_at=last,
+    )
+    (directory / META).write_text(
+        json.dumps(meta.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+
+
+async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
+    rounds, warmup = (12, 2) if quick else (100, 5)
+    chats = {size: BASE_CHAT + i for i, size in enumerate(SIZES)}
+    samples: dict[int, list[float]] = {size: [] for size in SIZES}
+    archive_bytes: dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix="membot-bench-") as tmp:
+        data_dir = Path(tmp) / "data"
+        for size, chat_id in chats.items():
+            prefill(data_dir, chat_id, size)
+            archive_bytes[size] = os.path.getsize(data_dir / str(chat_id) / MESSAGES)
+        async with fakes() as (tg, llm):
+            app = make_membot(tg, llm, data_dir, summary_every=10_000)
+            async with running(app, tg):
+                for round_no in range(warmup + rounds):
+                    shift = round_no % len(SIZES)
+                    order = SIZES[shift:] + SIZES[:shift]
+                    for size in order:
+                        latency = await tg.ask(
+                            chats[size], f"round {round_no}: and what about the museums?"
+                        )
+                        if round_no >= warmup:
+                            samples[size].append(latency)
+            if llm.summary_requests:
+                raise RuntimeError("a summary ran during the history benchmark")
+    return _rows(samples, archive_bytes, rounds), {
+        "rounds": rounds,
+        "latencies_ms": {str(s): [round(x * 1000, 3) for x in v] for s, v in samples.items()},
+        "archive_bytes": {str(s): b for s, b in archive_bytes.items()},
+    }
+
+
+def _rows(samples: dict[int, list[float]], sizes: dict[int, int], rounds: int) -> list[Row]:
+    rows: list[Row] = []
+    base = median(samples[SIZES[0]])
+    note = (
+        f"{rounds} answers per case, one round-robin over the cases at a time; "
+        "zero-latency LLM; summaries off"
+    )
+    for size in SIZES:
+        case = f"{size:,} stored"
+        p50 = median(samples[size])
+        rows.append(row(BENCH, case, "archive size", sizes[size] / 1e6, "MB", note=note))
+        rows.append(row(BENCH, case, "latency p50", p50 * 1000, "ms", note=note))
+        rows.append(row(BENCH, case, "latency p90", percentile(samples[size], 90) * 1000, "ms"))
+        if size != SIZES[0]:
+            ratio = p50 / base
+            rows.append(
+                row(
+                    BENCH,
+                    f"{size:,} vs {SIZES[0]}",
+                    "p50 ratio",
+                    ratio,
+                    "x",
+                    target=f"<= {TARGET_RATIO}",
+                    ok=ratio <= TARGET_RATIO,
+                    note=note,
+                )
+            )
+    return rows
