@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +49,12 @@ def membot_env(**settings: str) -> dict[str, str]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({k.upper(): v for k, v in settings.items()})
     return env
+
+
+async def spawn_membot(
+    cwd: Path, env: dict[str, str], *args: str, stdout: Any, stderr: Any
+) -> asyncio.subprocess.Process:
+    """`python -m membot ARGS` as a real process, run from `cwd` (so no stray .env is read)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "membot", *args, cwd=cwd, env=env, stdout=stdout, stderr=stderr
+    )

@@ -15,14 +15,13 @@ import asyncio
 import json
 import logging
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import API_KEY, TOKEN, StartBot
-from tests.e2e.helpers import membot_env, meta, prompt_texts, system_prompt
+from tests.e2e.helpers import membot_env, meta, prompt_texts, spawn_membot, system_prompt
 from tests.e2e.test_conversation import say
 from tests.fakes import FakeLLM, FakeTelegram
 
@@ -128,16 +127,7 @@ async def test_kill_9_under_load_loses_no_answer_a_user_saw(
     )
     stderr_path = tmp_path / "membot.stderr"
     with open(stderr_path, "wb") as stderr:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "membot",
-            "run",
-            cwd=tmp_path,
-            env=env,
-            stdout=stderr,
-            stderr=stderr,
-        )
+        process = await spawn_membot(tmp_path, env, "run", stdout=stderr, stderr=stderr)
         try:
             await tg.wait_for_total(15, timeout=60)
         except AssertionError as exc:
@@ -232,15 +222,8 @@ async def test_run_with_bad_config_exits_2_before_touching_anything(
         **settings,
     }
     env = membot_env(**{k: v for k, v in values.items() if v is not None})
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "membot",
-        "run",
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    process = await spawn_membot(
+        tmp_path, env, "run", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     async with asyncio.timeout(60):
         stdout, stderr = await process.communicate()

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
-from tests.e2e.helpers import membot_env
+from tests.e2e.helpers import membot_env, spawn_membot
 from tests.fakes import FakeTelegram
 
 
@@ -17,15 +16,8 @@ async def run_membot(tmp_path: Path, api_base: str, token: str) -> tuple[int, st
         openrouter_api_key="sk-test",
         data_dir=str(tmp_path / "data"),
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "membot",
-        "run",
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    process = await spawn_membot(
+        tmp_path, env, "run", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
     _, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode is not None
