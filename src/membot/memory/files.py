@@ -174,7 +174,10 @@ class FileRepository:
         now = utcnow()
         meta.created_at = meta.created_at or now
         meta.updated_at = now
-        _write_json_atomic(directory / META, meta.to_dict())
+        # No fsync here: the turn itself is already durable in messages.txt, and meta.json
+        # is reconciled with the archive on every read, so its counters cannot go stale;
+        # two syncs per turn bought nothing but latency.
+        _write_json_atomic(directory / META, meta.to_dict(), durable=not new_dir)
         return stored
 
     def _save_summary_sync(self, chat_id: int, summary: Summary) -> None:
@@ -458,21 +461,28 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
+def _write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Replace `path` so a reader sees the old or the new text, never a mix.
+
+    `durable=False` skips the fsync: still atomic against a killed process (the page cache
+    survives it), but a power cut may keep the old text. Only for files the archive can
+    rebuild, on the hot path.
+    """
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
 
 
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+def _write_json_atomic(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
+    _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n", durable=durable)
 
 
 # macOS has no fdatasync; fsync is the same promise there, with the metadata too.
