@@ -129,7 +129,7 @@ class Agent:
                 produced.append(Message(role="assistant", content=text))
                 return produced
             if text:
-                await sink.send(text)  # "Let me look that up..." before the tools run
+                await self._progress(chat_id, sink, text)
             results = await self.tools.run(calls, tool_ctx)
             step = [
                 Message(
@@ -150,6 +150,15 @@ class Agent:
             produced.extend(step)
             messages = [*messages, *(to_chat_message(m) for m in step)]
         raise AssertionError("unreachable: the final round always returns")
+
+    @staticmethod
+    async def _progress(chat_id: int, sink: ReplySink, text: str) -> None:
+        """Send "Let me look that up..." before the tools run. Best effort: a lost progress
+        note must not cost the user the answer that follows."""
+        try:
+            await sink.send(text)
+        except Exception as exc:
+            log.warning("chat %s: progress text not delivered: %s", chat_id, type(exc).__name__)
 
     async def summary(self, chat_id: int) -> str:
         return await self.repository.get_summary(chat_id)

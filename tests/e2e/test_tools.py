@@ -352,3 +352,19 @@ async def test_switching_tools_off_keeps_earlier_tool_use_readable(
     assert "tools" not in request
     assert all("tool_calls" not in m and m["role"] != "tool" for m in request["messages"])
     assert any('"content": "42"' in m["content"] for m in request["messages"])
+
+
+async def test_a_lost_progress_note_does_not_cost_the_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot(**QUIET)
+    llm.script(
+        Reply(
+            content="Let me check.",
+            tool_calls=[native_call("calculate", {"expression": "6*7"})],
+        ),
+        Reply(content="It is 42."),
+    )
+    tg.fail_next("sendMessage", 500, "Internal Server Error", chat_id=CHAT)
+    assert await ask(tg, "6*7?", 1) == ["It is 42."]
+    assert [m["role"] for m in stored(data_dir, CHAT)] == ["user", "assistant", "tool", "assistant"]
