@@ -1,11 +1,14 @@
 # membot: the two commands you need are `make run` and `make test`.
-UV ?= uv
 PYTHON ?= python3
+# uv on PATH, else the one pip puts next to Python (`python3 -m uv` works wherever pip put it).
+UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
 .PHONY: install run check-config test lint format bench clean
 
 install: ## install uv if missing, then the locked dependencies into .venv
-	@command -v $(UV) >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
+		|| $(PYTHON) -m pip install --quiet --user uv \
+		|| $(PYTHON) -m pip install --quiet --user --break-system-packages uv
 	$(UV) sync --locked
 
 run: install ## start the bot (reads .env)
