@@ -21,10 +21,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.server import LocalServer
 
 log = logging.getLogger(__name__)
 
@@ -151,13 +152,14 @@ def _tokens(chars: int) -> int:
     return (chars + 3) // 4
 
 
-class FakeLLM:
+class FakeLLM(LocalServer):
     """Fake Chat Completions server. ``async with FakeLLM(api_key=...) as llm:``."""
 
     #: Substring (case-insensitive) of a system message that marks a summarization request.
     summary_marker = "summar"
 
     def __init__(self, api_key: str = "test-key", *, latency: float = 0.0, strict: bool = True):
+        super().__init__()
         self.api_key = api_key
         self.latency = latency
         self.strict = strict  # validate requests like OpenAI (400 on malformed histories)
@@ -173,59 +175,24 @@ class FakeLLM:
         self._ids = itertools.count(1)
         self._cond = asyncio.Condition()
         self._stopped = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        if self._runner is not None:
-            raise RuntimeError("FakeLLM is already running")
-        self._stopped = asyncio.Event()  # set by stop(); a restart needs a fresh one
+    def build_app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
-        # handler_cancellation: when a client times out and disconnects, its handler is
-        # cancelled, so `in_flight` drops exactly as the real server's work would.
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=5.0
-        )
-        await runner.setup()
-        # A restart reuses the previous port so the bot reconnects to the same URL.
-        try:
-            await web.TCPSite(runner, "127.0.0.1", self._port or 0).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
-        log.debug("FakeLLM listening on %s", self.base_url)
+        return app
 
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is None:
-            return
+    def _on_start(self) -> None:
+        self._stopped = asyncio.Event()  # set by stop(); a restart needs a fresh one
+
+    def _on_stop(self) -> None:
         self._stopped.set()  # releases hanging and gated requests
-        await runner.cleanup()
-        log.debug("FakeLLM stopped")
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("FakeLLM is not started")
-        return f"http://127.0.0.1:{self._port}/v1"
+        return f"{self.origin}/v1"
 
     # ---- scripting -------------------------------------------------------------------------
 

@@ -22,10 +22,11 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 from aiohttp import web
+
+from tests.fakes.server import LocalServer
 
 log = logging.getLogger(__name__)
 
@@ -743,10 +744,11 @@ class _Fault:
 # --------------------------------------------------------------------------------------------
 
 
-class FakeTelegram:
+class FakeTelegram(LocalServer):
     """Fake Bot API server. ``async with FakeTelegram(token=...) as tg:`` starts and stops it."""
 
     def __init__(self, token: str = "4242:TEST-TOKEN") -> None:
+        super().__init__()
         self.token = token
         self.bot_user: dict[str, Any] = {
             "id": BOT_ID,
@@ -778,62 +780,26 @@ class FakeTelegram:
         self._poll_generation = 0
         self._polling = 0
         self._closing = False
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
         self._method_table = self._build_method_table()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        if self._runner is not None:
-            raise RuntimeError("FakeTelegram is already running")
-        self._closing = False
+    def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
-        # handler_cancellation: a long poll whose client went away must not linger (and must
-        # not later collide with the next poller as a 409 nobody reads).
-        runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, shutdown_timeout=5.0
-        )
-        await runner.setup()
-        # A restart reuses the previous port so a running bot reconnects to the same URL
-        # (outage tests: stop(), observe the bot's errors, start() again).
-        try:
-            await web.TCPSite(runner, "127.0.0.1", self._port or 0).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self._port = int(runner.addresses[0][1])
-        log.debug("FakeTelegram listening on %s", self.base_url)
+        return app
 
-    async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is None:
-            return
-        # Release pending long polls first so the graceful shutdown does not wait on them.
+    def _on_start(self) -> None:
+        self._closing = False
+
+    def _on_stop(self) -> None:
+        # Release pending long polls so the graceful shutdown does not wait on them.
         self._closing = True
         self._notifier.notify()
-        await runner.cleanup()
-        log.debug("FakeTelegram stopped")
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
-            raise RuntimeError("FakeTelegram is not started")
-        return f"http://127.0.0.1:{self._port}"
+        return self.origin
 
     # ---- fault injection -------------------------------------------------------------------
 
