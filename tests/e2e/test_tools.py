@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -368,3 +369,23 @@ async def test_a_lost_progress_note_does_not_cost_the_answer(
     tg.fail_next("sendMessage", 500, "Internal Server Error", chat_id=CHAT)
     assert await ask(tg, "6*7?", 1) == ["It is 42."]
     assert [m["role"] for m in stored(data_dir, CHAT)] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_tool_turns_log_no_message_text_at_info(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    await start_bot(**QUIET)
+    llm.script(
+        Reply(
+            content="Noting the pin.",
+            tool_calls=[
+                native_call("remember", {"fact": "bank pin is 8642"}),
+                native_call("calculate", {"expression": "8642 + 1"}),
+            ],
+        ),
+        Reply(content="Kept: 8642."),
+    )
+    with caplog.at_level(logging.INFO):
+        await ask(tg, "my bank pin is 8642, remember it", 2)
+    assert "tool remember: chat=2002 status=ok" in caplog.text
+    assert "8642" not in caplog.text
