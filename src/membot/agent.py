@@ -71,6 +71,9 @@ class Agent:
         self.tools = tools
         self.registry = tools.registry if tools else ToolRegistry()
         self.mode = tool_mode or NativeMode()
+        # The registry is fixed for the agent's life; the mode's text for it is too.
+        section = self.mode.system_section(self.registry)
+        self.tools_system = [section] if section else []
         self.max_tool_rounds = max_tool_rounds
         self.search = search
         self.tasks = tasks or TaskSupervisor()
@@ -86,14 +89,13 @@ class Agent:
             name=incoming.name,
             tg_message_id=incoming.message_id,
         )
-        tools_section = self.mode.system_section(self.registry)
         messages = self.prompts.build(
             summary=ctx.summary,
             history=ctx.history,
             new=user,
             group=incoming.group,
             facts=ctx.facts,
-            extra_system=[tools_section] if tools_section else [],
+            extra_system=self.tools_system,
         )
         turn = [user, *await self._run(chat_id, messages, sink)]
         stored = await self.repository.append(chat_id, turn)

@@ -31,6 +31,11 @@ def native_call(name: str, arguments: Any, call_id: str | None = None) -> dict[s
     return call
 
 
+def tool_round(say: str | None, *calls: dict[str, Any], then: str) -> tuple[Reply, Reply]:
+    """A scripted round: the model says `say` and makes `calls`, then answers `then`."""
+    return Reply(content=say, tool_calls=list(calls)), Reply(content=then)
+
+
 def hermes_call(name: str, arguments: Any) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
@@ -71,11 +76,11 @@ async def test_native_remember_round_trip_and_memory_commands(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        Reply(
-            content="Let me note that.",
-            tool_calls=[native_call("remember", {"fact": "Anna drinks green tea"})],
-        ),
-        Reply(content="Noted, Anna!"),
+        *tool_round(
+            "Let me note that.",
+            native_call("remember", {"fact": "Anna drinks green tea"}),
+            then="Noted, Anna!",
+        )
     )
     # The text beside the call reaches the user first, then the answer.
     assert await ask(tg, "remember: I drink green tea", 2) == ["Let me note that.", "Noted, Anna!"]
@@ -115,15 +120,13 @@ async def test_concurrent_calls_come_back_in_call_order(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        Reply(
-            content="",
-            tool_calls=[
-                native_call("calculate", {"expression": "6*7"}, "c-1"),
-                native_call("current_datetime", {"timezone": "Nowhere/Land"}, "c-2"),
-                native_call("calculate", {"expression": "2**10"}, "c-3"),
-            ],
-        ),
-        Reply(content="42 and 1024."),
+        *tool_round(
+            "",
+            native_call("calculate", {"expression": "6*7"}, "c-1"),
+            native_call("current_datetime", {"timezone": "Nowhere/Land"}, "c-2"),
+            native_call("calculate", {"expression": "2**10"}, "c-3"),
+            then="42 and 1024.",
+        )
     )
     assert await ask(tg, "compute", 1) == ["42 and 1024."]  # no empty interim message
     results = tool_messages(llm.chat_requests[1])
@@ -147,16 +150,14 @@ async def test_every_failure_goes_back_to_the_model_as_a_tool_result(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        Reply(
-            content=None,
-            tool_calls=[
-                native_call("weather", {"city": "Oslo"}),
-                native_call("calculate", '{"expression": "1+'),
-                native_call("search_history", {"query": "x", "limit": "lots"}),
-                native_call("calculate", {"expression": "1/0"}),
-            ],
-        ),
-        Reply(content="Sorry, some tools failed."),
+        *tool_round(
+            None,
+            native_call("weather", {"city": "Oslo"}),
+            native_call("calculate", '{"expression": "1+'),
+            native_call("search_history", {"query": "x", "limit": "lots"}),
+            native_call("calculate", {"expression": "1/0"}),
+            then="Sorry, some tools failed.",
+        )
     )
     assert await ask(tg, "try things", 1) == ["Sorry, some tools failed."]
     unknown, not_json, bad_schema, raised = (
@@ -207,14 +208,12 @@ async def test_window_never_splits_a_tool_exchange(
     # Window 3 would cut right after the assistant's call, leaving two orphan tool results.
     await start_bot(window_size=3, **QUIET)
     llm.script(
-        Reply(
-            content="Checking.",
-            tool_calls=[
-                native_call("calculate", {"expression": "1+1"}),
-                native_call("calculate", {"expression": "2+2"}),
-            ],
-        ),
-        Reply(content="2 and 4."),
+        *tool_round(
+            "Checking.",
+            native_call("calculate", {"expression": "1+1"}),
+            native_call("calculate", {"expression": "2+2"}),
+            then="2 and 4.",
+        )
     )
     await ask(tg, "sums", 2)
     assert await ask(tg, "thanks", 1) == ["ANSWER: thanks"]  # the fake rejects orphans with 400
@@ -233,11 +232,11 @@ async def test_search_history_finds_what_the_window_lost(
     await repo.close()
     await start_bot(window_size=4, **QUIET)
     llm.script(
-        Reply(
-            content="Searching.",
-            tool_calls=[native_call("search_history", {"query": "locker code"})],
-        ),
-        Reply(content="It is 4711."),
+        *tool_round(
+            "Searching.",
+            native_call("search_history", {"query": "locker code"}),
+            then="It is 4711.",
+        )
     )
     assert await ask(tg, "what was my locker code?", 2) == ["Searching.", "It is 4711."]
     [result] = tool_messages(llm.chat_requests[1])
@@ -340,10 +339,7 @@ async def test_switching_tools_off_keeps_earlier_tool_use_readable(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
     first = await start_bot(**QUIET)
-    llm.script(
-        Reply(content="", tool_calls=[native_call("calculate", {"expression": "6*7"})]),
-        Reply(content="It is 42."),
-    )
+    llm.script(*tool_round("", native_call("calculate", {"expression": "6*7"}), then="It is 42."))
     await ask(tg, "6*7?", 1)
     await first.stop()
     await start_bot(tools="", **QUIET)
@@ -360,11 +356,11 @@ async def test_a_lost_progress_note_does_not_cost_the_answer(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        Reply(
-            content="Let me check.",
-            tool_calls=[native_call("calculate", {"expression": "6*7"})],
-        ),
-        Reply(content="It is 42."),
+        *tool_round(
+            "Let me check.",
+            native_call("calculate", {"expression": "6*7"}),
+            then="It is 42.",
+        )
     )
     tg.fail_next("sendMessage", 500, "Internal Server Error", chat_id=CHAT)
     assert await ask(tg, "6*7?", 1) == ["It is 42."]
@@ -376,14 +372,12 @@ async def test_tool_turns_log_no_message_text_at_info(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        Reply(
-            content="Noting the pin.",
-            tool_calls=[
-                native_call("remember", {"fact": "bank pin is 8642"}),
-                native_call("calculate", {"expression": "8642 + 1"}),
-            ],
-        ),
-        Reply(content="Kept: 8642."),
+        *tool_round(
+            "Noting the pin.",
+            native_call("remember", {"fact": "bank pin is 8642"}),
+            native_call("calculate", {"expression": "8642 + 1"}),
+            then="Kept: 8642.",
+        )
     )
     with caplog.at_level(logging.INFO):
         await ask(tg, "my bank pin is 8642, remember it", 2)

@@ -121,3 +121,19 @@ def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
     assert repo.chat_dir(-100123) == tmp_path / "-100123"
     with pytest.raises(TypeError):
         repo.chat_dir("../../etc")  # type: ignore[arg-type]
+
+
+async def test_a_corrupt_facts_file_is_kept_aside_not_overwritten(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = FileRepository(tmp_path)
+    chat = tmp_path / "42"
+    chat.mkdir()
+    (chat / "facts.json").write_text('{"facts": [{"text": "likes te')  # torn by hand
+    with caplog.at_level(logging.WARNING):
+        assert await repo.get_facts(42) == []
+        assert await repo.add_fact(42, "Name is Ann")
+    assert await repo.get_facts(42) == ["Name is Ann"]
+    [aside] = chat.glob("facts.json.corrupt-*")
+    assert aside.read_text() == '{"facts": [{"text": "likes te'
+    assert "unreadable" in caplog.text

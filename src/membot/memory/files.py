@@ -214,7 +214,7 @@ class FileRepository:
 
     def _add_fact_sync(self, chat_id: int, fact: str) -> bool:
         directory = self.chat_dir(chat_id)
-        facts = _read_facts(directory / FACTS)
+        facts = _read_facts(directory / FACTS, keep_unreadable=True)
         if any(f["text"].casefold() == fact.casefold() for f in facts):
             return False
         facts.append({"text": fact, "added_at": iso(utcnow())})
@@ -224,7 +224,7 @@ class FileRepository:
 
     def _remove_facts_sync(self, chat_id: int, texts: list[str]) -> list[str]:
         path = self.chat_dir(chat_id) / FACTS
-        facts = _read_facts(path)
+        facts = _read_facts(path, keep_unreadable=True)
         keep = [f for f in facts if f["text"] not in texts]
         removed = [f["text"] for f in facts if f["text"] in texts]
         if removed:
@@ -314,7 +314,12 @@ def _read_tail(path: Path, limit: int) -> list[Message]:
     return found
 
 
-def _read_facts(path: Path) -> list[dict[str, str]]:
+def _read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, str]]:
+    """The kept facts; [] when there are none or the file cannot be read.
+
+    `keep_unreadable` is for writers about to replace the file: an unreadable one is first
+    renamed to facts.json.corrupt-<time>, so a new fact never overwrites old ones unseen.
+    """
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return [
@@ -327,6 +332,10 @@ def _read_facts(path: Path) -> list[dict[str, str]]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         # Never silently drop what the user asked us to keep: say so loudly, keep the file.
         log.warning("unreadable %s (%s); treating it as empty", path, exc)
+        if keep_unreadable:
+            aside = path.with_name(f"{path.name}.corrupt-{utcnow():%Y%m%dT%H%M%S%f}")
+            os.replace(path, aside)
+            log.warning("kept the unreadable facts as %s", aside.name)
         return []
 
 

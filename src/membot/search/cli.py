@@ -15,11 +15,13 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
+from membot.config import Settings
 from membot.memory import FileRepository
 from membot.memory.models import iso
 from membot.search.index import HistorySearch, SearchHit
 
-DEFAULT_DATA_DIR = "data"
+# The bot's own default, so `membot search` and `membot run` agree without a DATA_DIR.
+DEFAULT_DATA_DIR: Path = Settings.model_fields["data_dir"].default
 
 
 def resolve_data_dir(explicit: Path | None) -> Path:
@@ -32,7 +34,7 @@ def resolve_data_dir(explicit: Path | None) -> Path:
     for key, value in dotenv_values(".env").items():
         if key.upper() == "DATA_DIR" and value:
             return Path(value)
-    return Path(DEFAULT_DATA_DIR)
+    return DEFAULT_DATA_DIR
 
 
 def run_search(
