@@ -3,8 +3,9 @@
 A bare aiogram 3 Dispatcher with one message handler that sends the user's text (alone: no
 memory, no system prompt, no tools) to an OpenAI-compatible endpoint and answers with the
 reply as plain text. No middlewares, no per-chat sequencing, no files, no Markdown rendering.
-The Bot and its HTTP session are built exactly like membot's (``MembotApp``), so both talk to
-the same fakes through the same client stack.
+The Bot and its HTTP session are built exactly like membot's (``MembotApp``), and the LLM
+client uses the same aiohttp transport, so both talk to the same fakes through the same
+client stack.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import LinkPreviewOptions, Message
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAioHttpClient
 
 
 class FloorRelay:
@@ -31,8 +32,14 @@ class FloorRelay:
         timeout: float = 60.0,
     ) -> None:
         self.model = model
+        # The same HTTP transport as membot's client (llm/client.py): the floor must differ
+        # from membot only in what membot adds, not in how its bytes travel.
         self.client = AsyncOpenAI(
-            api_key=api_key, base_url=llm_base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=llm_base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=DefaultAioHttpClient(timeout=timeout),
         )
         self.bot = Bot(
             token=telegram_token,

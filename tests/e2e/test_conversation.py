@@ -245,6 +245,23 @@ async def test_llm_failure_gets_a_service_message_and_stores_nothing(
     assert "this one fails" not in str(llm.chat_requests[-1]["messages"])
 
 
+async def test_an_unreachable_llm_gets_a_service_message_and_is_logged_as_such(
+    tg: FakeTelegram, start_bot: StartBot, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A port nothing listens on: bind one, note it, close it.
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    await start_bot(openrouter_base_url=f"http://127.0.0.1:{port}/v1")
+    with caplog.at_level(logging.ERROR):
+        assert await say(tg, CHAT, "anyone there?") == texts.LLM_FAILED
+    # The operator reads what went wrong: a refused connection, not a slow model.
+    failures = [r.getMessage() for r in caplog.records if r.name == "membot.llm.client"]
+    assert failures and all("status=connection error" in f for f in failures), failures
+    assert stored(data_dir, CHAT) == []
+
+
 async def test_enable_retry_recovers_from_a_passing_failure(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:

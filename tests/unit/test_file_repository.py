@@ -116,6 +116,20 @@ async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
     assert [len(m.content) for m in await repo.tail(1, 3)] == [6, 200_000, 5]
 
 
+async def test_append_after_long_and_torn_long_last_lines(tmp_path: Path) -> None:
+    # The last seq is found by reading backwards in growing blocks: lines longer than the
+    # first block, whole or torn, must not lose or repeat a seq.
+    repo = FileRepository(tmp_path)
+    await repo.append(1, [user("short"), user("z" * 50_000)])
+    assert [m.seq for m in await repo.append(1, [user("next")])] == [3]
+    path = tmp_path / "1" / "messages.txt"
+    with open(path, "ab") as fh:  # a long line torn by a crash
+        fh.write(b'{"seq":4,"ts":"2026-01-01T00:00:00.000Z","role":"user","content":"')
+        fh.write(b"w" * 9000)
+    assert [m.seq for m in await repo.append(1, [user("after the crash")])] == [4]
+    assert [m.content[:5] for m in await repo.tail(1, 10)] == ["short", "zzzzz", "next", "after"]
+
+
 def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     assert repo.chat_dir(-100123) == tmp_path / "-100123"

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import aiohttp
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.types.chat import ChatCompletion
 
 from membot.llm.errors import (
@@ -60,6 +61,11 @@ class OpenAIChatModel:
 
     Retries, backoff and timeouts are the openai client's own: `retries` > 0 retries
     connection errors, 408, 409, 429 and 5xx with exponential backoff.
+
+    Requests travel over the SDK's aiohttp transport (the `openai[aiohttp]` extra; aiohttp is
+    already here for aiogram). The default httpx pool checks every pooled connection with two
+    syscalls before each request, so with dozens of chats in flight it cost more CPU than
+    the rest of the request; aiohttp's connector does not.
     """
 
     def __init__(
@@ -77,6 +83,7 @@ class OpenAIChatModel:
             base_url=base_url,
             timeout=timeout,
             max_retries=retries,
+            http_client=DefaultAioHttpClient(timeout=timeout),
             # OpenRouter's optional app attribution headers.
             default_headers={"X-Title": "membot", "HTTP-Referer": "https://github.com/membot"},
         )
@@ -102,7 +109,10 @@ class OpenAIChatModel:
             completion = await self._client.post(
                 "/chat/completions", body=body, cast_to=ChatCompletion
             )
-        except openai.APITimeoutError:
+        except openai.APITimeoutError as exc:
+            if _refused(exc):
+                self._log_failure(purpose, started, "connection error")
+                raise LLMUnavailable("cannot reach the provider") from None
             self._log_failure(purpose, started, "timeout")
             raise LLMTimeout("the model did not answer in time") from None
         except openai.RateLimitError as exc:
@@ -162,6 +172,18 @@ class OpenAIChatModel:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a "timeout" was really a refused or failed connect. The SDK's aiohttp transport
+    maps every aiohttp connection error to a connect *timeout*; the log should say what
+    happened, so look for aiohttp's connector error under it."""
+    cause = exc.__cause__
+    while cause is not None:
+        if isinstance(cause, aiohttp.ClientConnectorError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 __all__ = ["ChatMessage", "ChatModel", "LLMError", "LLMResponse", "OpenAIChatModel", "Usage"]

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from membot.locks import KeyedLocks
 from membot.memory.models import (
@@ -46,6 +46,7 @@ META = "meta.json"
 FACTS = "facts.json"
 
 _BLOCK = 64 * 1024
+_FIRST_BLOCK = 4 * 1024
 
 
 def chat_key(chat_id: int) -> str:
@@ -145,22 +146,23 @@ class FileRepository:
 
     def _append_sync(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
         directory = self.chat_dir(chat_id)
-        new_dir = not directory.exists()
-        # Chats are private: only the bot's user may read them.
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if new_dir:
-            _fsync_dir(self.root)
         path = directory / MESSAGES
-        last = _read_tail(path, 1)
-        seq = last[0].seq if last else 0
-        stored = []
-        for message in messages:
-            seq += 1
-            stored.append(replace(message, seq=seq))
-        payload = "".join(m.to_json() + "\n" for m in stored).encode()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
         try:
-            if _ends_torn(fd):
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            # The chat's first turn. Chats are private: only the bot's user may read them.
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _fsync_dir(self.root)
+            fd = os.open(path, flags, 0o600)
+        try:
+            # One descriptor for all of it: the last seq, the torn-line check, the append.
+            with open(fd, "rb", closefd=False) as fh:
+                last, torn, size = _tail_of(fh, 1, path)
+            seq = last[0].seq if last else 0
+            stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
+            payload = "".join(m.to_json() + "\n" for m in stored).encode()
+            if torn:
                 # A crash tore the last line: end it so our first line starts clean.
                 log.warning("chat %s: terminating a torn last line in %s", chat_id, MESSAGES)
                 payload = b"\n" + payload
@@ -168,16 +170,17 @@ class FileRepository:
             _fdatasync(fd)
         finally:
             os.close(fd)
-        if new_dir:
+        if size == 0:
+            # A new file: its directory entry must be durable too, like its first lines.
             _fsync_dir(directory)
-        meta = self._load_meta(chat_id, known_total=seq)
+        meta = self._load_meta(chat_id, known_total=stored[-1].seq)
         now = utcnow()
         meta.created_at = meta.created_at or now
         meta.updated_at = now
         # No fsync here: the turn itself is already durable in messages.txt, and meta.json
         # is reconciled with the archive on every read, so its counters cannot go stale;
         # two syncs per turn bought nothing but latency.
-        _write_json_atomic(directory / META, meta.to_dict(), durable=not new_dir)
+        _write_json_atomic(directory / META, meta.to_dict(), durable=False)
         return stored
 
     def _save_summary_sync(self, chat_id: int, summary: Summary) -> None:
@@ -276,42 +279,53 @@ def _read_text(path: Path) -> str:
 
 
 def _read_tail(path: Path, limit: int) -> list[Message]:
-    """The last `limit` readable messages, reading backwards in blocks from the end."""
+    """The last `limit` readable messages, oldest first."""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below; a context manager would nest deep
     except FileNotFoundError:
         return []
     with fh:
-        end = fh.seek(0, os.SEEK_END)
-        if end == 0:
-            return []
-        fh.seek(end - 1)
-        # Without a final newline the last line was torn by a crash mid-write.
-        unterminated = fh.read(1) != b"\n"
-        pos = end
-        carry = b""
-        found: list[Message] = []
-        first = True
-        while pos > 0 and len(found) < limit:
-            step = min(_BLOCK, pos)
-            pos -= step
-            fh.seek(pos)
-            lines = (fh.read(step) + carry).split(b"\n")
-            # The first piece may be the end of a line that starts in an earlier block.
-            carry = lines.pop(0) if pos > 0 else b""
-            for raw in reversed(lines):
-                if len(found) >= limit:
-                    break
-                message = _parse_line(raw, path, torn=first and unterminated)
-                first = False
-                if message is not None:
-                    found.append(message)
-        if carry and len(found) < limit:
-            message = _parse_line(carry, path, torn=first and unterminated)
+        return _tail_of(fh, limit, path)[0]
+
+
+def _tail_of(fh: BinaryIO, limit: int, path: Path) -> tuple[list[Message], bool, int]:
+    """The last `limit` readable messages of an open archive, reading backwards from the end;
+    also whether its last line is torn (no final newline: a crash mid-write) and its size.
+
+    Blocks start small and grow, so a 20-message window or the last seq costs a few KiB of
+    reading and splitting, not a whole block, however long the archive is.
+    """
+    end = fh.seek(0, os.SEEK_END)
+    pos = end
+    step = _FIRST_BLOCK
+    carry = b""
+    found: list[Message] = []
+    unterminated = False
+    first = True
+    while pos > 0 and len(found) < limit:
+        step = min(step, pos)
+        pos -= step
+        fh.seek(pos)
+        chunk = fh.read(step)
+        if pos + step == end:
+            unterminated = not chunk.endswith(b"\n")
+        lines = (chunk + carry).split(b"\n")
+        # The first piece may be the end of a line that starts in an earlier block.
+        carry = lines.pop(0) if pos > 0 else b""
+        for raw in reversed(lines):
+            if len(found) >= limit:
+                break
+            message = _parse_line(raw, path, torn=first and unterminated)
+            first = False
             if message is not None:
                 found.append(message)
+        step = min(step * 4, _BLOCK)
+    if carry and len(found) < limit:
+        message = _parse_line(carry, path, torn=first and unterminated)
+        if message is not None:
+            found.append(message)
     found.reverse()
-    return found
+    return found, unterminated, end
 
 
 def _read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, str]]:
@@ -456,13 +470,6 @@ def _last_summary_upto(path: Path) -> int:
     return 0
 
 
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return False
-    return os.pread(fd, 1, size - 1) != b"\n"
-
-
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -485,9 +492,10 @@ def _write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
-    finally:
+    except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        raise
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
