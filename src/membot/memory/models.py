@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -83,6 +83,10 @@ def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _opt_iso(ts: datetime | None) -> str | None:
+    return iso(ts) if ts else None
+
+
 @dataclass(slots=True)
 class ChatMeta:
     """meta.json: counters, timestamps and the chat's settings."""
@@ -101,12 +105,19 @@ class ChatMeta:
         return max(0, self.messages_total - self.summarized_upto)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["version"] = 1
-        for key in ("created_at", "updated_at", "last_summary_at"):
-            value = getattr(self, key)
-            data[key] = iso(value) if value else None
-        return data
+        # Spelled out rather than dataclasses.asdict, which deep-copies every field: this
+        # runs once per turn.
+        return {
+            "chat_id": self.chat_id,
+            "messages_total": self.messages_total,
+            "summarized_upto": self.summarized_upto,
+            "summaries_made": self.summaries_made,
+            "created_at": _opt_iso(self.created_at),
+            "updated_at": _opt_iso(self.updated_at),
+            "last_summary_at": _opt_iso(self.last_summary_at),
+            "settings": dict(self.settings),
+            "version": 1,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ChatMeta:
