@@ -24,7 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from membot.locks import KeyedLocks
 from membot.memory.models import (
@@ -147,7 +147,7 @@ class FileRepository:
     def _append_sync(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
         directory = self.chat_dir(chat_id)
         path = directory / MESSAGES
-        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         try:
             fd = os.open(path, flags, 0o600)
         except FileNotFoundError:
@@ -157,8 +157,7 @@ class FileRepository:
             fd = os.open(path, flags, 0o600)
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
-            with open(fd, "rb", closefd=False) as fh:
-                last, torn, size = _tail_of(fh, 1, path)
+            last, torn, size = _tail_of(fd, 1, path)
             seq = last[0].seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
             payload = "".join(m.to_json() + "\n" for m in stored).encode()
@@ -250,7 +249,7 @@ class FileRepository:
         path = directory / META
         meta: ChatMeta | None = None
         try:
-            meta = ChatMeta.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            meta = ChatMeta.from_dict(json.loads(_read_small(path)))
         except FileNotFoundError:
             pass
         except (OSError, ValueError, CorruptRecord) as exc:
@@ -271,9 +270,24 @@ class FileRepository:
 # -- file helpers -----------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
+def _read_small(path: Path) -> bytes:
+    """A small file's bytes; FileNotFoundError if it is not there. Plain os.open/os.read, as
+    the archive's tail reads are: a turn reads four files and needs no buffered file objects.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return path.read_text(encoding="utf-8").strip()
+        chunks = []
+        while chunk := os.read(fd, _BLOCK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _read_text(path: Path) -> str:
+    # A damaged byte in summary.txt costs a replacement character, not the turn.
+    try:
+        return _read_small(path).decode("utf-8", errors="replace").strip()
     except FileNotFoundError:
         return ""
 
@@ -281,21 +295,23 @@ def _read_text(path: Path) -> str:
 def _read_tail(path: Path, limit: int) -> list[Message]:
     """The last `limit` readable messages, oldest first."""
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below; a context manager would nest deep
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
-    with fh:
-        return _tail_of(fh, limit, path)[0]
+    try:
+        return _tail_of(fd, limit, path)[0]
+    finally:
+        os.close(fd)
 
 
-def _tail_of(fh: BinaryIO, limit: int, path: Path) -> tuple[list[Message], bool, int]:
+def _tail_of(fd: int, limit: int, path: Path) -> tuple[list[Message], bool, int]:
     """The last `limit` readable messages of an open archive, reading backwards from the end;
     also whether its last line is torn (no final newline: a crash mid-write) and its size.
 
     Blocks start small and grow, so a 20-message window or the last seq costs a few KiB of
     reading and splitting, not a whole block, however long the archive is.
     """
-    end = fh.seek(0, os.SEEK_END)
+    end = os.fstat(fd).st_size
     pos = end
     step = _FIRST_BLOCK
     carry = b""
@@ -305,8 +321,7 @@ def _tail_of(fh: BinaryIO, limit: int, path: Path) -> tuple[list[Message], bool,
     while pos > 0 and len(found) < limit:
         step = min(step, pos)
         pos -= step
-        fh.seek(pos)
-        chunk = fh.read(step)
+        chunk = os.pread(fd, step, pos)
         if pos + step == end:
             unterminated = not chunk.endswith(b"\n")
         lines = (chunk + carry).split(b"\n")
@@ -335,7 +350,7 @@ def _read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, 
     renamed to facts.json.corrupt-<time>, so a new fact never overwrites old ones unseen.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_small(path))
         return [
             {"text": str(f["text"]), "added_at": str(f.get("added_at", ""))}
             for f in data["facts"]
