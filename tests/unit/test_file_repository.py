@@ -130,6 +130,15 @@ async def test_append_after_long_and_torn_long_last_lines(tmp_path: Path) -> Non
     assert [m.content[:5] for m in await repo.tail(1, 10)] == ["short", "zzzzz", "next", "after"]
 
 
+async def test_a_damaged_summary_costs_a_character_not_the_turn(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(7, [user("hi")])
+    (tmp_path / "7" / "summary.txt").write_bytes(b"Ann likes \xff tea")
+    context = await repo.context(7, 20)
+    assert context.summary == "Ann likes \ufffd tea"
+    assert [m.content for m in context.history] == ["hi"]
+
+
 def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     assert repo.chat_dir(-100123) == tmp_path / "-100123"
