@@ -176,10 +176,9 @@ class FileRepository:
         now = utcnow()
         meta.created_at = meta.created_at or now
         meta.updated_at = now
-        # No fsync here: the turn itself is already durable in messages.txt, and meta.json
-        # is reconciled with the archive on every read, so its counters cannot go stale;
-        # two syncs per turn bought nothing but latency.
-        _write_json_atomic(directory / META, meta.to_dict(), durable=False)
+        # Its counters are reconciled with the archive on every read anyway; the fsync is for
+        # what the archive cannot rebuild (created_at, the chat's settings) after a power cut.
+        _write_json_atomic(directory / META, meta.to_dict())
         return stored
 
     def _save_summary_sync(self, chat_id: int, summary: Summary) -> None:
@@ -492,20 +491,15 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
-    """Replace `path` so a reader sees the old or the new text, never a mix.
-
-    `durable=False` skips the fsync: still atomic against a killed process (the page cache
-    survives it), but a power cut may keep the old text. Only for files the archive can
-    rebuild, on the hot path.
-    """
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` so a reader sees the old or the new text, never a mix or an empty
+    file, even after a power cut: temporary file, fsync, rename."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -513,8 +507,8 @@ def _write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
         raise
 
 
-def _write_json_atomic(path: Path, data: dict[str, Any], *, durable: bool = True) -> None:
-    _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n", durable=durable)
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    _write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 # macOS has no fdatasync; fsync is the same promise there, with the metadata too.
