@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 
@@ -328,6 +329,57 @@ async def test_rejected_formatting_is_resent_as_plain_text(
     assert await say(tg, CHAT, "format please") == "Some bold words"
     assert len(tg.errors) == 1 and "can't parse entities" in tg.errors[0][1]
     assert tg.messages_to(CHAT)[-1].entities == []
+
+
+async def test_flood_waits_then_rejected_formatting_still_deliver_the_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    await start_bot()
+    # Telegram asks to wait twice (1 s each: the bot honours retry_after), then refuses the
+    # formatting: the part must still arrive, as plain text, not vanish.
+    tg.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", times=2, chat_id=CHAT)
+    tg.reject_entities_when(lambda params: bool(params.get("entities")))
+    llm.script("Some **bold** words")
+    assert await say(tg, CHAT, "format please") == "Some bold words"
+    assert [why.split(":")[0] for _, why in tg.errors] == [
+        "Too Many Requests",
+        "Too Many Requests",
+        "Bad Request",
+    ]
+
+
+async def test_service_messages_get_no_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    await start_bot()
+    await say(tg, CHAT, "hello")
+    answer = tg.messages_to(CHAT)[-1]
+    tg.push_pinned(CHAT, answer.message_id)  # the user pins the bot's answer
+    # The chat's updates are handled in order: once /help is answered, the pin was handled.
+    assert await say(tg, CHAT, "/help") == texts.HELP
+    assert [m.text for m in tg.messages_to(CHAT)] == ["ANSWER: hello", texts.HELP]
+    assert len(llm.chat_requests) == 1
+
+
+async def test_memory_listing_longer_than_a_message_arrives_whole(
+    tg: FakeTelegram, start_bot: StartBot, data_dir: Path
+) -> None:
+    facts = [f"Fact {i}: " + "the user likes long, detailed notes. " * 12 for i in range(12)]
+    chat_dir = data_dir / str(CHAT)
+    chat_dir.mkdir(parents=True)
+    (chat_dir / "facts.json").write_text(
+        json.dumps({"facts": [{"text": f, "added_at": ""} for f in facts]})
+    )
+    await start_bot()
+    tg.push_text(CHAT, "/memory")
+    await tg.wait_for_messages(CHAT, 2)
+    await say(tg, CHAT, "/help")  # sequenced after every part of the listing
+    parts = [m.text for m in tg.messages_to(CHAT)[:-1]]
+    assert len(parts) >= 2 and tg.errors == []
+    whole = "\n".join(parts)
+    assert [whole.index(f"{i + 1}. {f.strip()}") for i, f in enumerate(facts)] == sorted(
+        whole.index(f"{i + 1}. {f.strip()}") for i, f in enumerate(facts)
+    )
 
 
 async def test_logs_at_info_hold_no_message_text_and_no_token(

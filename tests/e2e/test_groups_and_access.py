@@ -12,6 +12,7 @@ from pathlib import Path
 
 from membot.bot import texts
 from membot.bot.middlewares import NOT_ALLOWED
+from membot.bot.render import render
 from tests.conftest import StartBot
 from tests.e2e.helpers import prompt_texts, roles_and_texts, stored
 from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
@@ -172,3 +173,19 @@ async def test_outsider_in_a_group_cannot_use_or_wipe_the_bot(
         ("assistant", "ANSWER: Bob Stone: remember: the deploy is on Friday"),
         ("user", "Bob Stone: when is the deploy?"),
     ]
+
+
+async def test_forum_topic_answers_stay_in_the_topic(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    forum, topic = -400, 7
+    await start_bot()
+    long_answer = "\n\n".join(f"Paragraph {i}: " + "words " * 150 for i in range(8))
+    llm.script(long_answer)
+    tg.push_mention(forum, "write a lot", chat_type="supergroup", thread_id=topic, **BOB)
+    tg.push_text(forum, "/summary", chat_type="supergroup", thread_id=topic, **BOB)
+    sent = await tg.wait_for_messages(forum, len(render(long_answer)) + 1)
+    assert len(sent) >= 3 and sent[-1].text == texts.NO_SUMMARY.format(every=20)
+    # Every part, not only the first (which is a reply), and the command's answer too.
+    assert [m.params.get("message_thread_id") for m in sent] == [str(topic)] * len(sent)
+    assert [p.get("message_thread_id") for p in tg.action_params] == [str(topic)]

@@ -135,6 +135,7 @@ class MessageOptions(TypedDict, total=False):
     title: str | None
     reply_to_bot: bool
     reply_to: int | None
+    thread_id: int | None  # a forum topic of a supergroup
 
 
 # --------------------------------------------------------------------------------------------
@@ -761,6 +762,7 @@ class FakeTelegram(LocalServer):
         }
         self.sent: list[SentMessage] = []
         self.actions: list[tuple[int, str]] = []
+        self.action_params: list[dict[str, Any]] = []  # every sendChatAction's parameters
         self.commands: list[dict[str, Any]] = []
         self.errors: list[tuple[str, str]] = []
         self.calls: list[str] = []
@@ -911,6 +913,17 @@ class FakeTelegram(LocalServer):
             "is_video": False,
             "emoji": emoji,
         }
+        return self.push_update({"message": message})
+
+    def push_pinned(
+        self, chat_id: int, pinned_message_id: int, **options: Unpack[MessageOptions]
+    ) -> int:
+        """A service message: the user pinned ``pinned_message_id`` (one of the bot's, say)."""
+        message = self._incoming(chat_id, options)
+        pinned = self._messages.get(chat_id, {}).get(pinned_message_id)
+        if pinned is None:
+            raise ValueError(f"chat {chat_id} has no message {pinned_message_id} to pin")
+        message["pinned_message"] = {k: v for k, v in pinned.items() if k != "reply_to_message"}
         return self.push_update({"message": message})
 
     def push_photo(
@@ -1083,6 +1096,10 @@ class FakeTelegram(LocalServer):
             "chat": chat,
             "from": user,
         }
+        thread_id = options.get("thread_id")
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            message["is_topic_message"] = True
         if reply_to is not None:
             quoted = self._messages.get(chat_id, {}).get(reply_to)
             if quoted is None:
@@ -1328,6 +1345,7 @@ class FakeTelegram(LocalServer):
         if action not in CHAT_ACTIONS:
             raise _ApiError(400, "Bad Request: wrong parameter action in request")
         self.actions.append((chat_id, str(action)))
+        self.action_params.append(params)
         return True
 
     @staticmethod

@@ -10,12 +10,13 @@ from typing import Any
 import telegramify_markdown
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
-from aiogram.types import MessageEntity, ReplyParameters
+from aiogram.types import Message, MessageEntity, ReplyParameters
 
 log = logging.getLogger(__name__)
 
 TELEGRAM_LIMIT = 4096
 MAX_RETRY_AFTER = 30.0
+MAX_FLOOD_RETRIES = 2
 # Telegram applies at most 100 entities per message; more are an error in some clients.
 MAX_ENTITIES = 100
 
@@ -126,38 +127,73 @@ def _best_cut(text: str, start: int, hi: int, in_code: Any) -> int:
     return hi if hi > start else start + 1
 
 
+def topic_of(message: Message) -> int | None:
+    """The forum topic a message was written in: answers must go back to it, not to General."""
+    return message.message_thread_id if message.is_topic_message else None
+
+
 async def send_markdown(
     bot: Bot,
     chat_id: int,
     markdown: str,
     *,
     reply_to: int | None = None,
+    thread_id: int | None = None,
 ) -> None:
     """Send an answer as one or more messages, in order.
 
     A part Telegram rejects with entities is re-sent as plain text; a flood-wait is waited
     out (bounded) and retried.
     """
-    for index, part in enumerate(render(markdown)):
+    await _send_parts(bot, chat_id, render(markdown), reply_to, thread_id)
+
+
+async def send_plain(
+    bot: Bot,
+    chat_id: int,
+    text: str,
+    *,
+    reply_to: int | None = None,
+    thread_id: int | None = None,
+) -> None:
+    """Send text exactly as written (no Markdown), split like an answer when it is long."""
+    await _send_parts(bot, chat_id, split_message(text, [], TELEGRAM_LIMIT), reply_to, thread_id)
+
+
+async def _send_parts(
+    bot: Bot, chat_id: int, parts: list[Part], reply_to: int | None, thread_id: int | None
+) -> None:
+    for index, part in enumerate(parts):
         # Only the first part replies to the user's message (it threads the answer in groups).
         reply = (
             ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
             if reply_to is not None and index == 0
             else None
         )
-        await _send_part(bot, chat_id, part, reply)
+        await _send_part(bot, chat_id, part, reply, thread_id)
 
 
-async def _send_part(bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None) -> None:
+async def _send_part(
+    bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None, thread_id: int | None
+) -> None:
     entities = [MessageEntity(**e) for e in part.entities] or None
-    for attempt in range(3):
+    floods = 0
+    # Ends: a send succeeds, or raises; the plain-text fallback happens at most once (then
+    # entities is None) and flood waits at most MAX_FLOOD_RETRIES times.
+    while True:
         try:
             await bot.send_message(
-                chat_id, part.text, entities=entities, reply_parameters=reply, parse_mode=None
+                chat_id,
+                part.text,
+                message_thread_id=thread_id,
+                entities=entities,
+                reply_parameters=reply,
+                parse_mode=None,
             )
             return
         except TelegramRetryAfter as exc:
-            if attempt == 2 or exc.retry_after > MAX_RETRY_AFTER:
+            floods += 1
+            if floods > MAX_FLOOD_RETRIES or exc.retry_after > MAX_RETRY_AFTER:
                 raise
             log.warning("chat %s: flood control, retrying in %ss", chat_id, exc.retry_after)
             await asyncio.sleep(exc.retry_after)

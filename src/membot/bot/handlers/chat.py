@@ -11,7 +11,7 @@ from aiogram.utils.chat_action import ChatActionSender
 from membot.agent import Agent, Incoming
 from membot.bot import texts
 from membot.bot.filters import AddressedToBot, strip_mention
-from membot.bot.render import send_markdown
+from membot.bot.render import send_markdown, topic_of
 from membot.llm.errors import LLMError, LLMRateLimited
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class TelegramSink:
             self.message.chat.id,
             text,
             reply_to=self.message.message_id if group else None,
+            thread_id=topic_of(self.message),
         )
 
 
@@ -41,7 +42,9 @@ def build_router() -> Router:
     async def on_text(message: Message, bot: Bot, agent: Agent) -> None:
         incoming = await to_incoming(message, bot)
         try:
-            async with ChatActionSender.typing(bot=bot, chat_id=message.chat.id):
+            async with ChatActionSender.typing(
+                bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
+            ):
                 await agent.respond(incoming, TelegramSink(bot, message))
         except LLMError as exc:
             log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)

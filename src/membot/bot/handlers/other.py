@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
-from aiogram import Router
+from aiogram import F, Router
+from aiogram.enums import ContentType
 from aiogram.types import Message
 
 from membot.bot import texts
 from membot.bot.filters import AddressedToBot
 
+# What a person sends. Service messages (a pin, a new chat photo, an auto-delete timer...)
+# are not addressed to anyone and get no answer.
+USER_CONTENT = frozenset(
+    {
+        ContentType.ANIMATION,
+        ContentType.AUDIO,
+        ContentType.CONTACT,
+        ContentType.DICE,
+        ContentType.DOCUMENT,
+        ContentType.LOCATION,
+        ContentType.PAID_MEDIA,
+        ContentType.PHOTO,
+        ContentType.POLL,
+        ContentType.STICKER,
+        ContentType.STORY,
+        ContentType.VENUE,
+        ContentType.VIDEO,
+        ContentType.VIDEO_NOTE,
+        ContentType.VOICE,
+    }
+)
+
 
 def build_router() -> Router:
     router = Router(name="other")
 
-    @router.message(AddressedToBot())
+    @router.message(F.content_type.in_(USER_CONTENT), AddressedToBot())
     async def not_text(message: Message) -> None:
         await message.answer(texts.TEXT_ONLY)
 
