@@ -168,6 +168,22 @@ async def test_memory_survives_a_restart(
     ]
 
 
+async def test_stopping_finishes_the_answers_in_progress(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    # Telegram already counts an update being answered as delivered: a stop must not drop it.
+    bot = await start_bot()
+    llm.script(Reply(content="ANSWER: just in time", delay=1.0))  # the model's latency
+    tg.push_text(CHAT, "answer me before you go")
+    await llm.wait_for_in_flight(1)
+    await bot.stop()
+    assert [m.text for m in tg.messages_to(CHAT)] == ["ANSWER: just in time"]
+    assert [t for _, t in roles_and_texts(data_dir, CHAT)] == [
+        "answer me before you go",
+        "ANSWER: just in time",
+    ]
+
+
 async def test_chats_never_see_each_other(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:

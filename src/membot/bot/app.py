@@ -37,7 +37,17 @@ from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
 
-SHUTDOWN_GRACE = 30.0
+# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
+LLM_RETRIES = 2
+
+
+def shutdown_grace(settings: Settings) -> float:
+    """How long shutdown waits for answers in progress. Telegram already counts those updates
+    as delivered, so one cut short is a message never answered: wait long enough for a turn
+    that is waiting on the model to get its answer (or time out) and send it."""
+    attempts = 1 + (LLM_RETRIES if settings.enable_retry else 0)
+    return attempts * settings.llm_timeout + 10.0
+
 
 # aiogram parses every Bot API reply with a `Response[T]` pydantic model that it creates per
 # call; pydantic caches those classes only weakly, so each garbage collection drops them and
@@ -57,7 +67,7 @@ def build_model(settings: Settings) -> ChatModel:
         base_url=settings.openrouter_base_url,
         model=settings.openrouter_model,
         timeout=settings.llm_timeout,
-        retries=2 if settings.enable_retry else 0,
+        retries=LLM_RETRIES if settings.enable_retry else 0,
     )
 
 
@@ -136,7 +146,7 @@ class MembotApp:
 
     async def _on_shutdown(self) -> None:
         # Polling has stopped; let updates already being answered finish, then the summaries.
-        await self.sequencer.wait_idle(SHUTDOWN_GRACE)
+        await self.sequencer.wait_idle(shutdown_grace(self.settings))
         await self._release()
         log.info("membot stopped")
 
