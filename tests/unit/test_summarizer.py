@@ -178,7 +178,7 @@ async def test_an_empty_summary_is_not_saved(
     assert meta(repo)["summarized_upto"] == 4
 
 
-async def test_a_long_backlog_is_capped_to_the_newest_messages(
+async def test_a_long_backlog_is_summarized_oldest_first_in_capped_blocks(
     llm: FakeLLM,
     model: OpenAIChatModel,
     repo: FileRepository,
@@ -196,12 +196,20 @@ async def test_a_long_backlog_is_capped_to_the_newest_messages(
     _, content = prompt(llm.requests[-1])
     shown = content.split("New messages:\n")[1].splitlines()
     assert len(shown) == cap
-    first_turn = turns - cap // 2 + 1
-    assert shown[0] == f"User (Ann): question {first_turn}"
-    assert shown[-1] == f"Assistant: answer {turns}"
-    [entry] = log_entries(repo)
-    assert (entry["covers_from"], entry["covers_to"]) == (2 * turns - cap + 1, 2 * turns)
-    # The summary is not stuck behind the skipped part: everything counts as handled.
+    assert shown[0] == "User (Ann): question 1"
+    assert shown[-1] == f"Assistant: answer {cap // 2}"
+    assert meta(repo)["summarized_upto"] == cap
+
+    # Nothing was skipped: the rest is still due, and the next run merges it in.
+    assert await summarizer.maybe_summarize(CHAT) is True
+    previous, new = prompt(llm.requests[-1])[1].rsplit("New messages:\n", 1)
+    assert "Previous summary:\nSUMMARY #1" in previous
+    assert new.splitlines()[0] == f"User (Ann): question {cap // 2 + 1}"
+    assert new.splitlines()[-1] == f"Assistant: answer {turns}"
+    assert [(e["covers_from"], e["covers_to"]) for e in log_entries(repo)] == [
+        (1, cap),
+        (cap + 1, 2 * turns),
+    ]
     assert meta(repo)["summarized_upto"] == 2 * turns
     assert await summarizer.maybe_summarize(CHAT) is False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Protocol
@@ -59,16 +60,24 @@ class Summarizer:
         meta = await self.repository.get_meta(chat_id)
         if not self.due(meta.messages_total, meta.summarized_upto):
             return False
-        backlog = min(meta.unsummarized, self.every * MAX_BLOCK_FACTOR)
-        if backlog < meta.unsummarized:
+        cap = self.every * MAX_BLOCK_FACTOR
+        if meta.unsummarized > cap:
+            # Oldest first, so nothing is skipped: the rest stays due, and the next turn's
+            # summary carries on from where this one stops.
             log.warning(
-                "chat %s: %d messages await a summary; summarizing the last %d",
+                "chat %s: %d messages await a summary; summarizing the oldest %d",
                 chat_id,
                 meta.unsummarized,
-                backlog,
+                cap,
             )
-        block = [m for m in await self.repository.tail(chat_id, backlog)]
-        block = [m for m in block if m.seq > meta.summarized_upto]
+        block: list[Message] = []
+        async with contextlib.aclosing(
+            self.repository.iter_messages(chat_id, after_seq=meta.summarized_upto)
+        ) as messages:
+            async for message in messages:
+                block.append(message)
+                if len(block) == cap:
+                    break
         if not block:
             return False
         previous = await self.repository.get_summary(chat_id)
