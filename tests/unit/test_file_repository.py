@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -137,6 +140,62 @@ async def test_a_damaged_summary_costs_a_character_not_the_turn(tmp_path: Path) 
     context = await repo.context(7, 20)
     assert context.summary == "Ann likes \ufffd tea"
     assert [m.content for m in context.history] == ["hi"]
+
+
+async def test_a_reset_never_runs_beside_a_cancelled_summary_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /reset cancels a summary that may be inside its worker thread. The thread cannot be
+    # stopped; if the reset ran beside it, the old summary could be written back afterwards.
+    repo = FileRepository(tmp_path)
+    await repo.append(1, [user("q"), Message(role="assistant", content="a")])
+    inside, release = threading.Event(), threading.Event()
+    real_pread = os.pread
+
+    def slow_disk(fd: int, length: int, offset: int) -> bytes:
+        inside.set()
+        release.wait(10)
+        return real_pread(fd, length, offset)
+
+    monkeypatch.setattr(os, "pread", slow_disk)  # the summary's first read stalls on "disk"
+    saving = asyncio.create_task(repo.save_summary(1, "OLD SUMMARY", 1, 2))
+    await asyncio.to_thread(inside.wait, 10)
+    saving.cancel()
+    resetting = asyncio.create_task(repo.reset(1))
+    # The reset must wait for the stalled write (it is quick: give it every chance to jump in).
+    done, _ = await asyncio.wait({resetting}, timeout=0.5)
+    assert not done
+    release.set()
+    await resetting
+    with pytest.raises(asyncio.CancelledError):
+        await saving
+    monkeypatch.undo()
+    assert await repo.get_summary(1) == ""
+    assert await repo.tail(1, 10) == []
+    assert not (tmp_path / "1").exists()
+
+
+@pytest.mark.parametrize(
+    ("meta_json", "facts_json"),
+    [
+        ('{"chat_id": 3, "created_at": 5}', '{"facts": ["not an object"]}'),
+        ("[]", '"just a string"'),
+    ],
+    ids=["wrong-field-types", "wrong-top-level-types"],
+)
+async def test_well_formed_json_of_the_wrong_shape_is_read_around(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, meta_json: str, facts_json: str
+) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(3, [user("hi")])
+    (tmp_path / "3" / "meta.json").write_text(meta_json)
+    (tmp_path / "3" / "facts.json").write_text(facts_json)
+    with caplog.at_level(logging.WARNING):
+        context = await repo.context(3, 20)
+        stored = await repo.append(3, [user("still here")])
+    assert [m.content for m in context.history] == ["hi"] and context.facts == []
+    assert context.meta.messages_total == 1 and stored[0].seq == 2
+    assert "unreadable" in caplog.text
 
 
 def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:

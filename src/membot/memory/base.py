@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol, runtime_checkable
 
 from membot.memory.models import ChatContext, ChatMeta, Message
@@ -31,10 +31,11 @@ class ChatRepository(Protocol):
         """
         ...
 
-    def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncIterator[Message]:
+    def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncGenerator[Message, None]:
         """Stored messages with `seq > after_seq`, oldest first (archive search, export).
 
         Streams, never loads the archive; finding `after_seq` must not read everything before it.
+        A generator, so a reader that stops early can `aclose()` it and release the file.
         """
         ...
 

@@ -21,10 +21,10 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from membot.locks import KeyedLocks
 from membot.memory.models import (
@@ -44,6 +44,8 @@ SUMMARY = "summary.txt"
 SUMMARIES_LOG = "summaries.log"
 META = "meta.json"
 FACTS = "facts.json"
+
+_T = TypeVar("_T")
 
 _BLOCK = 64 * 1024
 _FIRST_BLOCK = 4 * 1024
@@ -77,7 +79,9 @@ class FileRepository:
     async def context(self, chat_id: int, limit: int) -> ChatContext:
         return await asyncio.to_thread(self._context_sync, chat_id, limit)
 
-    async def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncIterator[Message]:
+    async def iter_messages(
+        self, chat_id: int, after_seq: int = 0
+    ) -> AsyncGenerator[Message, None]:
         path = self.chat_dir(chat_id) / MESSAGES
         reader = _ForwardReader(path, after_seq=after_seq)
         try:
@@ -103,29 +107,40 @@ class FileRepository:
     async def append(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
         if not messages:
             return []
-        async with self._lock(chat_id):
-            return await asyncio.to_thread(self._append_sync, chat_id, messages)
+        return await self._write(chat_id, self._append_sync, chat_id, messages)
 
     async def save_summary(self, chat_id: int, text: str, covers_from: int, covers_to: int) -> None:
         summary = Summary(text=text, covers_from=covers_from, covers_to=covers_to)
-        async with self._lock(chat_id):
-            await asyncio.to_thread(self._save_summary_sync, chat_id, summary)
+        await self._write(chat_id, self._save_summary_sync, chat_id, summary)
 
     async def update_settings(self, chat_id: int, **settings: object) -> ChatMeta:
-        async with self._lock(chat_id):
-            return await asyncio.to_thread(self._update_settings_sync, chat_id, settings)
+        return await self._write(chat_id, self._update_settings_sync, chat_id, settings)
 
     async def add_fact(self, chat_id: int, fact: str) -> bool:
-        async with self._lock(chat_id):
-            return await asyncio.to_thread(self._add_fact_sync, chat_id, fact)
+        return await self._write(chat_id, self._add_fact_sync, chat_id, fact)
 
     async def remove_facts(self, chat_id: int, facts: Sequence[str]) -> list[str]:
-        async with self._lock(chat_id):
-            return await asyncio.to_thread(self._remove_facts_sync, chat_id, list(facts))
+        return await self._write(chat_id, self._remove_facts_sync, chat_id, list(facts))
 
     async def reset(self, chat_id: int) -> None:
+        await self._write(chat_id, self._reset_sync, chat_id)
+
+    async def _write(self, chat_id: int, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run a write in a worker thread under the chat's lock, until the thread is done.
+
+        A cancelled caller (a /reset stopping a summary, a shutdown) cannot stop the thread, so
+        the lock is held until the thread finishes: otherwise a reset could run beside a
+        summary still being written and find it back on disk afterwards.
+        """
         async with self._lock(chat_id):
-            await asyncio.to_thread(self._reset_sync, chat_id)
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            try:
+                return await asyncio.shield(work)
+            except asyncio.CancelledError:
+                while not work.done():
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.wait({work})
+                raise
 
     async def close(self) -> None:
         return None
@@ -184,11 +199,10 @@ class FileRepository:
     def _save_summary_sync(self, chat_id: int, summary: Summary) -> None:
         directory = self.chat_dir(chat_id)
         meta = self._load_meta(chat_id)
-        if summary.covers_to > meta.messages_total:
+        if summary.covers_to > meta.messages_total or not directory.is_dir():
             # The chat was reset while the summarizer worked: this summary is of a dead past.
             log.info("chat %s: dropping a summary made before a reset", chat_id)
             return
-        directory.mkdir(parents=True, exist_ok=True)
         _write_text_atomic(directory / SUMMARY, summary.text)
         with open(directory / SUMMARIES_LOG, "a", encoding="utf-8") as fh:
             fh.write(summary.to_json() + "\n")
@@ -357,7 +371,7 @@ def _read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, 
         ]
     except FileNotFoundError:
         return []
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         # Never silently drop what the user asked us to keep: say so loudly, keep the file.
         log.warning("unreadable %s (%s); treating it as empty", path, exc)
         if keep_unreadable:

@@ -136,7 +136,7 @@ class ChatMeta:
                 last_summary_at=ts("last_summary_at"),
                 settings=dict(data.get("settings") or {}),
             )
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
 
 
