@@ -52,6 +52,28 @@ def readable(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+async def test_a_torn_tool_exchange_does_not_block_the_chat(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    # A kill -9 tore a tool turn's write after the call: its result never reached the disk.
+    # The fake, like OpenAI, refuses a call without its result with 400 on every later turn.
+    call = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": "{}"}}
+    chat_dir = data_dir / str(CHAT)
+    chat_dir.mkdir(parents=True)
+    (chat_dir / "messages.txt").write_bytes(
+        line(1, "user", "what is 6*7?", user_id=CHAT, name="Alice")
+        + line(2, "assistant", "Let me calculate.", tool_calls=[call])
+        + line(3, "tool", "42", tool_call_id="call_1", name="calc")[:30]
+    )
+    await start_bot()
+    assert await say(tg, CHAT, "are you there?") == "ANSWER: are you there?"
+    assert prompt_texts(llm.chat_requests[-1]) == [
+        ("user", "what is 6*7?"),
+        ("assistant", "Let me calculate."),
+        ("user", "are you there?"),
+    ]
+
+
 async def test_damaged_archive_at_startup_is_read_around_and_repaired(
     tg: FakeTelegram,
     llm: FakeLLM,

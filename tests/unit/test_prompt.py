@@ -93,3 +93,34 @@ def test_window_cut_inside_a_tool_exchange_drops_the_orphans() -> None:
         "user",
     ]
     assert msgs[3]["tool_calls"] == [call] and msgs[4]["tool_call_id"] == "c1"
+
+
+def test_a_tool_exchange_torn_inside_the_window_is_dropped() -> None:
+    def call(call_id: str) -> dict[str, object]:
+        return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+    history = [
+        u("q1"),
+        # A crash tore this turn: the result of c2 never reached the disk.
+        Message(role="assistant", content="Let me check.", tool_calls=(call("c1"), call("c2"))),
+        Message(role="tool", content="r1", tool_call_id="c1"),
+        u("q2"),
+        # A complete exchange, results in another order, plus a stray result of no call.
+        Message(role="assistant", content="", tool_calls=(call("c3"), call("c4"))),
+        Message(role="tool", content="r4", tool_call_id="c4"),
+        Message(role="tool", content="r3", tool_call_id="c3"),
+        Message(role="tool", content="stray", tool_call_id="c9"),
+        a("final"),
+    ]
+    msgs = PromptBuilder("SYS").build(summary="", history=history, new=u("next"))
+    assert [(m["role"], m.get("tool_call_id"), "tool_calls" in m) for m in msgs[1:]] == [
+        ("user", None, False),
+        ("assistant", None, False),  # its words kept, the unanswered calls gone
+        ("user", None, False),
+        ("assistant", None, True),
+        ("tool", "c3", False),
+        ("tool", "c4", False),
+        ("assistant", None, False),
+        ("user", None, False),
+    ]
+    assert msgs[2]["content"] == "Let me check."

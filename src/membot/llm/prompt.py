@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from membot.llm.client import ChatMessage
@@ -47,7 +48,7 @@ class PromptBuilder:
         facts: Sequence[str] = (),
         extra_system: Sequence[str] = (),
     ) -> list[ChatMessage]:
-        history = trim_orphans(history)
+        history = drop_unpaired(history)
         sections = [self.system_prompt, *extra_system]
         if group:
             sections.append(GROUP_NOTE)
@@ -81,13 +82,35 @@ def to_chat_message(message: Message, *, group: bool = False) -> ChatMessage:
     return out
 
 
-def trim_orphans(history: Sequence[Message]) -> list[Message]:
-    """Drop what a window cut may leave dangling at its start.
+def drop_unpaired(history: Sequence[Message]) -> list[Message]:
+    """The history without tool exchanges a provider would refuse.
 
-    Providers reject a `tool` message whose assistant tool call is not before it, so a
-    window must not begin inside a tool exchange.
+    An assistant message with tool calls must be followed by a result for each call, and a
+    tool result must follow its call. A window that starts inside an exchange leaves results
+    without their call; a crash that tore a turn's write, or a corrupt line, can leave calls
+    without results anywhere. Sent as they are, the provider would reject every later turn
+    of the chat (nothing would be stored, so the window would never move past them). Such
+    results are dropped, and such calls too, keeping the words the model said beside them.
     """
-    start = 0
-    while start < len(history) and history[start].role == "tool":
-        start += 1
-    return list(history[start:])
+    out: list[Message] = []
+    i = 0
+    while i < len(history):
+        message = history[i]
+        i += 1
+        if message.role == "tool":
+            continue  # its call is not right before it
+        if message.role != "assistant" or not message.tool_calls:
+            out.append(message)
+            continue
+        results: dict[str, Message] = {}
+        while i < len(history) and history[i].role == "tool":
+            result = history[i]
+            results.setdefault(result.tool_call_id or "", result)
+            i += 1
+        ids = [str(call.get("id", "")) for call in message.tool_calls]
+        if all(call_id in results for call_id in ids):
+            out.append(message)
+            out.extend(results[call_id] for call_id in ids)
+        elif message.content.strip():
+            out.append(replace(message, tool_calls=()))
+    return out
