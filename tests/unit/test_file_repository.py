@@ -198,6 +198,16 @@ async def test_well_formed_json_of_the_wrong_shape_is_read_around(
     assert "unreadable" in caplog.text
 
 
+async def test_a_reset_also_deletes_what_an_interrupted_reset_left(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    leftover = tmp_path / ".deleted-5-0123abcd"  # a crash stopped that reset mid-delete
+    leftover.mkdir()
+    (leftover / "messages.txt").write_text('{"secret": "forgotten"}\n')
+    await repo.append(6, [user("hi")])
+    await repo.reset(6)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
 def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     assert repo.chat_dir(-100123) == tmp_path / "-100123"

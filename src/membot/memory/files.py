@@ -44,6 +44,7 @@ SUMMARY = "summary.txt"
 SUMMARIES_LOG = "summaries.log"
 META = "meta.json"
 FACTS = "facts.json"
+GRAVE_PREFIX = ".deleted-"  # a reset chat's directory, renamed away before it is deleted
 
 _T = TypeVar("_T")
 
@@ -251,10 +252,13 @@ class FileRepository:
         if not directory.exists():
             return
         # Rename first so that the chat is gone at once, even if the delete is interrupted.
-        grave = self.root / f".deleted-{chat_key(chat_id)}-{uuid.uuid4().hex}"
+        grave = self.root / f"{GRAVE_PREFIX}{chat_key(chat_id)}-{uuid.uuid4().hex}"
         os.replace(directory, grave)
         _fsync_dir(self.root)
-        shutil.rmtree(grave, ignore_errors=True)
+        # This chat's, and any an earlier reset left behind when a crash interrupted it:
+        # forgotten chats must not linger on disk.
+        for leftover in self.root.glob(f"{GRAVE_PREFIX}*"):
+            shutil.rmtree(leftover, ignore_errors=True)
 
     def _load_meta(self, chat_id: int, known_total: int | None = None) -> ChatMeta:
         """meta.json, reconciled with the files: the archive is the source of truth."""
