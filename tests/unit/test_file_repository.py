@@ -208,6 +208,19 @@ async def test_a_reset_also_deletes_what_an_interrupted_reset_left(tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+async def test_a_summary_after_a_torn_summaries_log_entry_is_kept_whole(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(8, [user("q"), Message(role="assistant", content="a")])
+    await repo.save_summary(8, "first", 1, 2)
+    with open(tmp_path / "8" / "summaries.log", "ab") as fh:
+        fh.write(b'{"ts": "2026-01-01T00:00:00.000Z", "covers_fr')  # torn by a crash
+    await repo.append(8, [user("q2"), Message(role="assistant", content="a2")])
+    await repo.save_summary(8, "second", 3, 4)
+    lines = (tmp_path / "8" / "summaries.log").read_bytes().split(b"\n")
+    last = json.loads(lines[-2])
+    assert (last["text"], last["covers_from"], last["covers_to"]) == ("second", 3, 4)
+
+
 def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     assert repo.chat_dir(-100123) == tmp_path / "-100123"

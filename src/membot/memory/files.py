@@ -205,10 +205,15 @@ class FileRepository:
             log.info("chat %s: dropping a summary made before a reset", chat_id)
             return
         _write_text_atomic(directory / SUMMARY, summary.text)
-        with open(directory / SUMMARIES_LOG, "a", encoding="utf-8") as fh:
-            fh.write(summary.to_json() + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = os.open(directory / SUMMARIES_LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            entry = (summary.to_json() + "\n").encode()
+            if _ends_torn(fd):
+                entry = b"\n" + entry  # a crash tore the last entry: do not glue onto it
+            _write_all(fd, entry)
+            _fdatasync(fd)
+        finally:
+            os.close(fd)
         meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
         meta.summaries_made += 1
         meta.last_summary_at = summary.ts
@@ -500,6 +505,12 @@ def _last_summary_upto(path: Path) -> int:
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a corrupt line in %s", path)
     return 0
+
+
+def _ends_torn(fd: int) -> bool:
+    """Whether the file ends in an unterminated line (a write cut short by a crash)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:
