@@ -398,6 +398,19 @@ async def test_memory_listing_longer_than_a_message_arrives_whole(
     )
 
 
+async def test_the_apology_for_a_failed_update_comes_before_the_next_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    await start_bot()
+    # Telegram refuses the answer itself (not the model failing): the last line of defence
+    # apologises, and in order: before the chat's next message is answered.
+    tg.fail_next("sendMessage", 400, "Bad Request: message to be replied not found", chat_id=CHAT)
+    tg.push_text(CHAT, "this answer will bounce")
+    tg.push_text(CHAT, "/help")
+    sent = await tg.wait_for_messages(CHAT, 2)
+    assert [m.text for m in sent] == [texts.INTERNAL_ERROR, texts.HELP]
+
+
 async def test_logs_at_info_hold_no_message_text_and_no_token(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -101,7 +101,6 @@ class MembotApp:
         self.repository: ChatRepository = FileRepository(settings.data_dir)
         self.model = build_model(settings)
         self.agent = build_agent(settings, self.model, self.repository)
-        self.sequencer = ChatSequencer()
         self.bot = Bot(
             token=settings.telegram_bot_token.get_secret_value(),
             session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
@@ -110,6 +109,7 @@ class MembotApp:
         self.dispatcher = Dispatcher(
             settings=settings, agent=self.agent, repository=self.repository
         )
+        self.sequencer = ChatSequencer(self.dispatcher)
         self.dispatcher.update.outer_middleware(self.sequencer)
         self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
         self.dispatcher.include_routers(*build_routers())

@@ -7,7 +7,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiogram import BaseMiddleware
+from aiogram import BaseMiddleware, Router
+from aiogram.dispatcher.middlewares.error import ErrorsMiddleware
 from aiogram.types import Chat, Message, TelegramObject
 
 from membot.locks import KeyedLocks
@@ -26,9 +27,15 @@ class ChatSequencer(BaseMiddleware):
     lock before its first real await, and asyncio.Lock wakes waiters first-in first-out,
     so a chat's updates are handled in the order Telegram sent them, while different chats
     run concurrently. It also counts updates in flight so shutdown can wait for them.
+
+    Errors are handled inside the lock, by aiogram's own ErrorsMiddleware over `router` (the
+    dispatcher): the apology for a failed update goes out before the chat's next update is
+    answered, and shutdown waits for it too. (The dispatcher's outer ErrorsMiddleware wraps
+    this one, so it would only see the error once the lock was released.)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, router: Router) -> None:
+        self._errors = ErrorsMiddleware(router)
         self._lock = KeyedLocks()
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -40,9 +47,9 @@ class ChatSequencer(BaseMiddleware):
         self._idle.clear()
         try:
             if chat is None:
-                return await handler(event, data)
+                return await self._errors(handler, event, data)
             async with self._lock(chat.id):
-                return await handler(event, data)
+                return await self._errors(handler, event, data)
         finally:
             self._in_flight -= 1
             if self._in_flight == 0:
