@@ -59,6 +59,8 @@ async def test_group_answers_a_mention_and_ignores_chatter(
     assert (lines[0]["user_id"], lines[0]["name"]) == (502, "Carol")
     # In a group the answer is threaded under the question it answers.
     assert answer.reply_to_message_id == lines[0]["tg_message_id"]
+    # Chatter leaves no trace on disk, not even in the inbox journal.
+    assert "lunch" not in (data_dir / "inbox.jsonl").read_text()
 
 
 async def test_group_mention_is_case_insensitive_and_stripped(
@@ -120,9 +122,8 @@ async def test_memory_is_per_chat_even_for_the_same_person(
     assert prompt_texts(llm.chat_requests[2]) == [("user", "tell me the vault code")]
     for chat in (OTHER_GROUP, 501):
         assert "4711" not in str(stored(data_dir, chat))
-    assert sorted(p.name for p in data_dir.iterdir()) == sorted(
-        str(c) for c in (GROUP, OTHER_GROUP, 501)
-    )
+    chat_dirs = [p.name for p in data_dir.iterdir() if p.is_dir()]
+    assert sorted(chat_dirs) == sorted(str(c) for c in (GROUP, OTHER_GROUP, 501))
 
 
 async def test_outsider_is_refused_in_one_line_and_leaves_no_trace(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 from typing import Any
@@ -19,11 +20,12 @@ from aiogram.methods import (
     SetMyCommands,
 )
 from aiogram.methods.base import Response
-from aiogram.types import BotCommand, LinkPreviewOptions
+from aiogram.types import BotCommand, LinkPreviewOptions, Update
 
 from membot.agent import Agent
 from membot.bot import texts
 from membot.bot.handlers import build_routers
+from membot.bot.inbox import Inbox, InboxMiddleware, JournalUpdates
 from membot.bot.middlewares import AccessMiddleware, ChatSequencer
 from membot.config import Settings
 from membot.llm.client import ChatModel, OpenAIChatModel
@@ -106,10 +108,15 @@ class MembotApp:
             session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
+        self.inbox = Inbox(settings.data_dir)
+        self.bot.session.middleware(JournalUpdates(self.inbox, settings.allowed_user_ids))
+        self._replays: set[asyncio.Task[Any]] = set()
         self.dispatcher = Dispatcher(
             settings=settings, agent=self.agent, repository=self.repository
         )
         self.sequencer = ChatSequencer(self.dispatcher)
+        # Outermost first: an update is marked done only after the sequencer is through.
+        self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
         self.dispatcher.update.outer_middleware(self.sequencer)
         self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
         self.dispatcher.include_routers(*build_routers())
@@ -122,11 +129,19 @@ class MembotApp:
             await bot.set_my_commands(
                 [BotCommand(command=c, description=d) for c, d in texts.COMMANDS]
             )
+            replay = await self.inbox.unanswered(self.repository)
         except BaseException:
             # aiogram runs no shutdown when startup fails: release everything, then fail.
             await self._release()
             await bot.session.close()
             raise
+        # Messages a crashed run received but never answered go first: each takes its chat's
+        # place in line before polling brings anything new.
+        for record in replay:
+            update = Update.model_validate(record, context={"bot": bot})
+            task = asyncio.create_task(self.dispatcher.feed_update(bot, update, replay=True))
+            self._replays.add(task)
+            task.add_done_callback(self._replays.discard)
         # Everything imported and built so far lives as long as the process: move it out of
         # the collector's sight. aiogram, pydantic and openai leave ~10^6 long-lived objects,
         # and walking them made each full collection a 200 ms pause in the middle of answers.
@@ -147,6 +162,8 @@ class MembotApp:
     async def _on_shutdown(self) -> None:
         # Polling has stopped; let updates already being answered finish, then the summaries.
         await self.sequencer.wait_idle(shutdown_grace(self.settings))
+        if self._replays:  # replayed updates pass through the sequencer: done by now, or stuck
+            await asyncio.wait(self._replays, timeout=1.0)
         await self._release()
         log.info("membot stopped")
 

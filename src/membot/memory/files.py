@@ -181,8 +181,8 @@ class FileRepository:
                 # A crash tore the last line: end it so our first line starts clean.
                 log.warning("chat %s: terminating a torn last line in %s", chat_id, MESSAGES)
                 payload = b"\n" + payload
-            _write_all(fd, payload)
-            _fdatasync(fd)
+            write_all(fd, payload)
+            fdatasync(fd)
         finally:
             os.close(fd)
         if size == 0:
@@ -208,10 +208,10 @@ class FileRepository:
         fd = os.open(directory / SUMMARIES_LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC)
         try:
             entry = (summary.to_json() + "\n").encode()
-            if _ends_torn(fd):
+            if ends_torn(fd):
                 entry = b"\n" + entry  # a crash tore the last entry: do not glue onto it
-            _write_all(fd, entry)
-            _fdatasync(fd)
+            write_all(fd, entry)
+            fdatasync(fd)
         finally:
             os.close(fd)
         meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
@@ -507,13 +507,13 @@ def _last_summary_upto(path: Path) -> int:
     return 0
 
 
-def _ends_torn(fd: int) -> bool:
+def ends_torn(fd: int) -> bool:
     """Whether the file ends in an unterminated line (a write cut short by a crash)."""
     size = os.fstat(fd).st_size
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -541,7 +541,7 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 
 
 # macOS has no fdatasync; fsync is the same promise there, with the metadata too.
-_fdatasync = getattr(os, "fdatasync", os.fsync)
+fdatasync = getattr(os, "fdatasync", os.fsync)
 
 
 def _fsync_dir(path: Path) -> None:

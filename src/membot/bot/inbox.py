@@ -1,0 +1,269 @@
+"""The durable inbox: an update is on disk before Telegram is told it was received.
+
+With long polling, asking for the next batch (`getUpdates` with a higher offset) confirms
+the previous one, and aiogram asks while that batch is still being answered. A crash then
+would lose every message received but not yet answered: Telegram never sends them again.
+
+So every batch is appended to `DATA_DIR/inbox.jsonl` and fdatasync'd (one sync per batch,
+in a worker thread) by a request middleware on `getUpdates`, before the dispatcher sees it.
+At start-up, the journal is read back: a text message whose question is not in its chat's
+archive was never answered, and is handled again, before anything new. Commands and other
+updates are not replayed (a second `/reset` could wipe what came after the first), and
+Telegram's own redelivery of an update already journaled is skipped. Only updates that would
+be answered again are journaled, and the journal restarts whenever nothing in it is still
+being handled, so a message stays there only about as long as it is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, cast
+
+from aiogram import BaseMiddleware, Bot
+from aiogram.client.session.middlewares.base import (
+    BaseRequestMiddleware,
+    NextRequestMiddlewareType,
+)
+from aiogram.methods import GetUpdates, Response, TelegramMethod
+from aiogram.methods.base import TelegramType
+from aiogram.types import TelegramObject, Update
+
+from membot.bot.filters import AddressedToBot
+from membot.memory.base import ChatRepository
+from membot.memory.files import ends_torn, fdatasync, write_all
+
+log = logging.getLogger(__name__)
+
+INBOX = "inbox.jsonl"
+# Past this size, the next write rewrites the journal with only the updates still pending.
+COMPACT_BYTES = 64 * 1024
+# How far back in a chat's archive to look for a question whose "done" mark was lost.
+DEDUP_WINDOW = 100
+
+
+class Inbox:
+    """The journal of received updates, and which of them are still being handled.
+
+    Lines are updates as Telegram sent them, or `{"done": [update ids]}`. Done marks are
+    written with the next batch (no write of their own, no sync): one lost to a crash only
+    means its update is checked against its chat's archive at start-up, which the turn
+    reached before its answer was sent.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / INBOX
+        self._pending: dict[int, bytes] = {}  # update id -> its journal line
+        self._done: list[int] = []  # handled since the last write
+        self._io = asyncio.Lock()
+        self._size = 0
+        self._compact = False  # rewrite at the next write, whatever the size
+        # Updates the crashed run journaled: Telegram may send them again, as duplicates. (By id,
+        # not by "up to": after a week without updates Telegram may pick a lower next id.)
+        self.journaled_before: frozenset[int] = frozenset()
+
+    # -- the hot path ----------------------------------------------------------------------
+
+    async def record(self, updates: list[Update]) -> None:
+        """Journal a batch durably, before the dispatcher (and so the next poll) sees it."""
+        fresh = {
+            u.update_id: u.model_dump_json(exclude_none=True, exclude_defaults=True).encode()
+            for u in updates
+            if u.update_id not in self.journaled_before
+        }
+        if not fresh:
+            return
+        async with self._io:
+            # Nothing else in flight: the journal restarts with this batch (handled messages
+            # do not linger on disk, nor does a chat's text after its /reset).
+            restart = not self._pending and not self._compact
+            self._pending.update(fresh)
+            batch = b"".join(line + b"\n" for line in fresh.values())
+            if self._done and not restart:
+                batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
+            self._done = []
+            self._size = await asyncio.to_thread(_append, self.path, batch, restart)
+            if self._compact or self._size >= COMPACT_BYTES:
+                # Only what is still pending survives; everything else was handled. (The
+                # batch is already durable above, whatever becomes of this rewrite.)
+                keep = b"".join(line + b"\n" for line in self._pending.values())
+                self._size = await asyncio.to_thread(_rewrite, self.path, keep)
+                self._compact = False
+
+    def done(self, update_id: int) -> None:
+        """An update is handled (answered, refused or ignored): it need not come back."""
+        if self._pending.pop(update_id, None) is not None:
+            self._done.append(update_id)
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
+        """The journaled text messages, not marked done, whose question never reached its
+        chat's archive. They count as pending until handled again."""
+        records, done, self._size = await asyncio.to_thread(_read, self.path)
+        self.journaled_before = frozenset(int(r["update_id"]) for r in records)
+        replay: list[dict[str, Any]] = []
+        skipped = 0
+        for record in records:
+            if int(record["update_id"]) in done:
+                continue
+            message = record.get("message")
+            if not isinstance(message, dict) or not _replayable(message.get("text")):
+                skipped += 1
+                continue
+            chat_id = int(message["chat"]["id"])
+            message_id = int(message["message_id"])
+            stored = await repository.tail(chat_id, DEDUP_WINDOW)
+            if any(m.role == "user" and m.tg_message_id == message_id for m in stored):
+                continue
+            replay.append(record)
+        self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
+        if replay or skipped:
+            log.warning(
+                "inbox: %d message(s) received before a crash and never answered are answered "
+                "now; %d other update(s) from then are not replayed",
+                len(replay),
+                skipped,
+            )
+        # The crashed run's records are all dealt with now: the next write keeps only what is
+        # pending.
+        self._compact = True
+        return replay
+
+
+class JournalUpdates(BaseRequestMiddleware):
+    """Bot API request middleware: every `getUpdates` batch is journaled before it is used.
+
+    Only what would be answered again is kept: text (not commands) from an allowed user,
+    and in a group only when addressed to the bot. A refused outsider or group chatter
+    leaves no trace on disk, as everywhere else.
+    """
+
+    def __init__(self, inbox: Inbox, allowed_user_ids: frozenset[int]) -> None:
+        self.inbox = inbox
+        self.allowed = allowed_user_ids
+        self._addressed = AddressedToBot()
+
+    async def __call__(
+        self,
+        make_request: NextRequestMiddlewareType[TelegramType],
+        bot: Bot,
+        method: TelegramMethod[TelegramType],
+    ) -> Response[TelegramType]:
+        # What comes back is the method's result (a list of updates here), despite the name
+        # of the annotation aiogram gives it.
+        result: Any = await make_request(bot, method)
+        if isinstance(method, GetUpdates) and isinstance(result, list):
+            await self.inbox.record([u for u in result if await self._worth_keeping(u, bot)])
+        return cast(Response[TelegramType], result)
+
+    async def _worth_keeping(self, update: Update, bot: Bot) -> bool:
+        message = update.message
+        if message is None or not _replayable(message.text):
+            return False
+        user = message.from_user
+        if self.allowed and (user is None or user.id not in self.allowed):
+            return False
+        return await self._addressed(message, bot)
+
+
+class InboxMiddleware(BaseMiddleware):
+    """Outer update middleware: skips Telegram's redelivery of a journaled update, and marks
+    every update done once it has been handled, however that ended."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+
+    async def __call__(
+        self,
+        handler: Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]],
+        event: TelegramObject,
+        data: dict[str, Any],
+    ) -> Any:
+        if not isinstance(event, Update):
+            return await handler(event, data)
+        if event.update_id in self.inbox.journaled_before and not data.get("replay"):
+            return None  # journaled by the run that crashed: replayed, or judged answered
+        try:
+            return await handler(event, data)
+        finally:
+            self.inbox.done(event.update_id)
+
+
+def _replayable(text: Any) -> bool:
+    """Text worth answering again; commands are not (a second /reset could wipe too much)."""
+    return isinstance(text, str) and not text.startswith("/")
+
+
+# -- file work (worker threads) -------------------------------------------------------------
+
+
+def _append(path: Path, payload: bytes, restart: bool = False) -> int:
+    """Append whole lines durably (to an emptied journal, with `restart`); its size after.
+
+    Emptying it first is safe: this batch is confirmed to Telegram only by the next poll,
+    after the fdatasync here has made the new contents, size included, durable.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:  # the very first update: DATA_DIR may not exist yet
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o600)
+    try:
+        if restart:
+            os.ftruncate(fd, 0)
+        elif ends_torn(fd):
+            payload = b"\n" + payload  # a crash tore the last batch: start a fresh line
+        write_all(fd, payload)
+        fdatasync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _rewrite(path: Path, content: bytes) -> int:
+    """Replace the journal atomically (temporary file, fsync, rename); its new size."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        write_all(fd, content)
+        fdatasync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    # The updates still pending must not fall back to an older journal after a power cut.
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return len(content)
+
+
+def _read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:
+    """The journal's readable updates, the ids marked done, and its size."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return [], set(), 0
+    records = []
+    done: set[int] = set()
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if "done" in record:
+                done.update(int(i) for i in record["done"])
+            else:
+                int(record["update_id"])
+                records.append(record)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("inbox: skipping a torn or corrupt line")
+    return records, done, len(raw)

@@ -1,0 +1,98 @@
+"""The durable inbox's journal: written before use, read back after a crash, emptied when done."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiogram.types import Update
+
+from membot.bot.inbox import COMPACT_BYTES, INBOX, Inbox
+from membot.memory import FileRepository, Message
+
+
+def update(update_id: int, text: str, chat: int = 5, message_id: int | None = None) -> Update:
+    return Update.model_validate(raw(update_id, text, chat, message_id))
+
+
+def raw(update_id: int, text: str, chat: int = 5, message_id: int | None = None) -> dict[str, Any]:
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": message_id or update_id,
+            "date": 1_767_225_600,
+            "chat": {"id": chat, "type": "private"},
+            "from": {"id": chat, "is_bot": False, "first_name": "Ann"},
+            "text": text,
+        },
+    }
+
+
+async def test_a_batch_is_on_disk_when_record_returns(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path / "data")  # DATA_DIR does not exist yet on a first start
+    await inbox.record([update(1, "one"), update(2, "two")])
+    lines = (tmp_path / "data" / INBOX).read_text().splitlines()
+    assert [json.loads(line)["message"]["text"] for line in lines] == ["one", "two"]
+
+
+def journal(path: Path) -> list[Any]:
+    """Each line: an update id, or ("done", [ids])."""
+    out: list[Any] = []
+    for line in (path / INBOX).read_text().splitlines():
+        record = json.loads(line)
+        out.append(("done", record["done"]) if "done" in record else record["update_id"])
+    return out
+
+
+async def test_done_marks_ride_along_and_the_journal_keeps_only_what_is_pending(
+    tmp_path: Path,
+) -> None:
+    inbox = Inbox(tmp_path)
+    await inbox.record([update(1, "one"), update(2, "two")])
+    inbox.done(1)
+    await inbox.record([update(3, "three")])
+    assert journal(tmp_path) == [1, 2, ("done", [1]), 3]
+    # Past COMPACT_BYTES the journal is rewritten with the updates still pending only.
+    inbox.done(3)
+    await inbox.record([update(4, "x" * COMPACT_BYTES)])
+    assert journal(tmp_path) == [2, 4]
+    inbox.done(2)
+    inbox.done(4)
+    await inbox.record([update(5, "five")])
+    assert journal(tmp_path) == [5]
+
+
+async def test_after_a_crash_only_unanswered_text_is_replayed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(
+        5,
+        [
+            Message(role="user", content="answered", tg_message_id=11),
+            Message(role="assistant", content="yes"),
+        ],
+    )
+    records = [raw(10, "/reset"), raw(11, "answered"), raw(12, "unanswered"), raw(14, "done")]
+    (tmp_path / INBOX).write_text(
+        "".join(json.dumps(r) + "\n" for r in records)
+        + json.dumps({"done": [14]})
+        + "\n"
+        + '{"update_id": 13, "mess'  # torn by the crash
+    )
+    inbox = Inbox(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        replay = await inbox.unanswered(repo)
+    assert [r["update_id"] for r in replay] == [12]
+    assert "torn or corrupt line" in caplog.text
+    # Telegram's redelivery of anything the crashed run journaled is not journaled again.
+    assert inbox.journaled_before == {10, 11, 12, 14}
+    size = (tmp_path / INBOX).stat().st_size
+    await inbox.record([update(11, "answered")])
+    assert (tmp_path / INBOX).stat().st_size == size
+    # The first new batch leaves only what is pending: the replayed message and itself.
+    await inbox.record([update(15, "new")])
+    assert journal(tmp_path) == [12, 15]
