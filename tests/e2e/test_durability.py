@@ -172,6 +172,18 @@ async def test_a_message_received_before_a_crash_is_answered_once_after_it(
     ]
 
 
+async def test_handled_messages_do_not_stay_in_the_inbox(
+    tg: FakeTelegram, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot()
+    await say(tg, CHAT, "my secret is 1234")
+    # The chat's updates run one after another: by the time /reset is answered, the message
+    # before it has been marked done. Nothing is in flight, so the journal holds nothing that
+    # a crash now could bring back after the reset.
+    assert await say(tg, CHAT, "/reset") == texts.RESET_DONE
+    assert (data_dir / "inbox.jsonl").read_text() == ""
+
+
 async def test_answered_messages_and_commands_are_not_replayed(
     tg: FakeTelegram,
     llm: FakeLLM,

@@ -47,20 +47,23 @@ def journal(path: Path) -> list[Any]:
     return out
 
 
-async def test_done_marks_ride_along_and_the_journal_keeps_only_what_is_pending(
+async def test_done_marks_ride_along_and_the_journal_holds_only_what_is_in_flight(
     tmp_path: Path,
 ) -> None:
     inbox = Inbox(tmp_path)
     await inbox.record([update(1, "one"), update(2, "two")])
-    inbox.done(1)
+    await inbox.done(1)
     await inbox.record([update(3, "three")])
     assert journal(tmp_path) == [1, 2, ("done", [1]), 3]
     # Past COMPACT_BYTES the journal is rewritten with the updates still pending only.
-    inbox.done(3)
+    await inbox.done(3)
     await inbox.record([update(4, "x" * COMPACT_BYTES)])
     assert journal(tmp_path) == [2, 4]
-    inbox.done(2)
-    inbox.done(4)
+    # Once nothing is in flight, nothing handled stays on disk.
+    await inbox.done(2)
+    assert journal(tmp_path) == [2, 4]  # its done mark waits for the next batch
+    await inbox.done(4)
+    assert journal(tmp_path) == []
     await inbox.record([update(5, "five")])
     assert journal(tmp_path) == [5]
 
@@ -96,3 +99,6 @@ async def test_after_a_crash_only_unanswered_text_is_replayed(
     # The first new batch leaves only what is pending: the replayed message and itself.
     await inbox.record([update(15, "new")])
     assert journal(tmp_path) == [12, 15]
+    await inbox.done(12)
+    await inbox.done(15)
+    assert journal(tmp_path) == []

@@ -115,9 +115,10 @@ class MembotApp:
             settings=settings, agent=self.agent, repository=self.repository
         )
         self.sequencer = ChatSequencer(self.dispatcher)
-        # Outermost first: an update is marked done only after the sequencer is through.
-        self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
         self.dispatcher.update.outer_middleware(self.sequencer)
+        # Inside the sequencer: an update is marked done before the chat's next one starts,
+        # and shutdown waits for that too.
+        self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
         self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
         self.dispatcher.include_routers(*build_routers())
         self.dispatcher.startup.register(self._on_startup)

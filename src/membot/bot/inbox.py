@@ -10,13 +10,14 @@ At start-up, the journal is read back: a text message whose question is not in i
 archive was never answered, and is handled again, before anything new. Commands and other
 updates are not replayed (a second `/reset` could wipe what came after the first), and
 Telegram's own redelivery of an update already journaled is skipped. Only updates that would
-be answered again are journaled, and the journal restarts whenever nothing in it is still
+be answered again are journaled, and the journal is emptied whenever nothing in it is still
 being handled, so a message stays there only about as long as it is in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -78,15 +79,12 @@ class Inbox:
         if not fresh:
             return
         async with self._io:
-            # Nothing else in flight: the journal restarts with this batch (handled messages
-            # do not linger on disk, nor does a chat's text after its /reset).
-            restart = not self._pending and not self._compact
             self._pending.update(fresh)
             batch = b"".join(line + b"\n" for line in fresh.values())
-            if self._done and not restart:
+            if self._done:
                 batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
-            self._done = []
-            self._size = await asyncio.to_thread(_append, self.path, batch, restart)
+                self._done = []
+            self._size = await asyncio.to_thread(_append, self.path, batch)
             if self._compact or self._size >= COMPACT_BYTES:
                 # Only what is still pending survives; everything else was handled. (The
                 # batch is already durable above, whatever becomes of this rewrite.)
@@ -94,10 +92,24 @@ class Inbox:
                 self._size = await asyncio.to_thread(_rewrite, self.path, keep)
                 self._compact = False
 
-    def done(self, update_id: int) -> None:
-        """An update is handled (answered, refused or ignored): it need not come back."""
-        if self._pending.pop(update_id, None) is not None:
-            self._done.append(update_id)
+    async def done(self, update_id: int) -> None:
+        """An update is handled (answered, refused or ignored): it need not come back.
+
+        When nothing journaled is in flight any more, the journal is emptied at once (after
+        the answer was sent): a handled message does not linger on disk, and cannot come
+        back after a crash that follows, say, the chat's /reset.
+        """
+        if self._pending.pop(update_id, None) is None:
+            return
+        self._done.append(update_id)
+        if self._pending:
+            return
+        async with self._io:
+            if not self._pending:
+                await asyncio.to_thread(_truncate, self.path)
+                self._size = 0
+                self._done = []
+                self._compact = False
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -191,7 +203,7 @@ class InboxMiddleware(BaseMiddleware):
         try:
             return await handler(event, data)
         finally:
-            self.inbox.done(event.update_id)
+            await self.inbox.done(event.update_id)
 
 
 def _replayable(text: Any) -> bool:
@@ -202,12 +214,8 @@ def _replayable(text: Any) -> bool:
 # -- file work (worker threads) -------------------------------------------------------------
 
 
-def _append(path: Path, payload: bytes, restart: bool = False) -> int:
-    """Append whole lines durably (to an emptied journal, with `restart`); its size after.
-
-    Emptying it first is safe: this batch is confirmed to Telegram only by the next poll,
-    after the fdatasync here has made the new contents, size included, durable.
-    """
+def _append(path: Path, payload: bytes) -> int:
+    """Append whole lines durably; the journal's size after it."""
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o600)
@@ -215,15 +223,20 @@ def _append(path: Path, payload: bytes, restart: bool = False) -> int:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, flags, 0o600)
     try:
-        if restart:
-            os.ftruncate(fd, 0)
-        elif ends_torn(fd):
+        if ends_torn(fd):
             payload = b"\n" + payload  # a crash tore the last batch: start a fresh line
         write_all(fd, payload)
         fdatasync(fd)
         return os.fstat(fd).st_size
     finally:
         os.close(fd)
+
+
+def _truncate(path: Path) -> None:
+    # No sync: after a power cut the old, handled lines may come back, and each is checked
+    # against its chat's archive at start-up.
+    with contextlib.suppress(FileNotFoundError):
+        os.truncate(path, 0)
 
 
 def _rewrite(path: Path, content: bytes) -> int:
