@@ -102,3 +102,12 @@ async def test_after_a_crash_only_unanswered_text_is_replayed(
     await inbox.done(12)
     await inbox.done(15)
     assert journal(tmp_path) == []
+
+
+async def test_a_journal_with_nothing_to_replay_is_emptied_at_start_up(tmp_path: Path) -> None:
+    (tmp_path / INBOX).write_text(
+        json.dumps(raw(1, "handled")) + "\n" + json.dumps({"done": [1]}) + "\n"
+    )
+    inbox = Inbox(tmp_path)
+    assert await inbox.unanswered(FileRepository(tmp_path)) == []
+    assert (tmp_path / INBOX).read_text() == ""

@@ -50,10 +50,11 @@ DEDUP_WINDOW = 100
 class Inbox:
     """The journal of received updates, and which of them are still being handled.
 
-    Lines are updates as Telegram sent them, or `{"done": [update ids]}`. Done marks are
-    written with the next batch (no write of their own, no sync): one lost to a crash only
-    means its update is checked against its chat's archive at start-up, which the turn
-    reached before its answer was sent.
+    Lines are updates as Telegram sent them, or `{"done": [update ids]}`. The journal is
+    emptied whenever nothing in it is in flight; under steady load, done marks ride with the
+    next batch instead (no write or sync of their own): one lost to a crash only means its
+    update is checked against its chat's archive at start-up, which the turn reached before
+    its answer was sent.
     """
 
     def __init__(self, data_dir: Path) -> None:
@@ -141,9 +142,12 @@ class Inbox:
                 len(replay),
                 skipped,
             )
-        # The crashed run's records are all dealt with now: the next write keeps only what is
-        # pending.
-        self._compact = True
+        # The crashed run's records are all dealt with now: keep only what is pending.
+        if replay:
+            self._compact = True  # at the next write
+        else:
+            await asyncio.to_thread(_truncate, self.path)
+            self._size = 0
         return replay
 
 
