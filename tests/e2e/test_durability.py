@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
+from membot.bot.inbox import Inbox
+from membot.memory import FileRepository
 from tests.conftest import API_KEY, TOKEN, StartBot
 from tests.e2e.helpers import membot_env, meta, prompt_texts, roles_and_texts, spawn_membot
 from tests.e2e.test_conversation import say
@@ -182,6 +184,24 @@ async def test_handled_messages_do_not_stay_in_the_inbox(
     # a crash now could bring back after the reset.
     assert await say(tg, CHAT, "/reset") == texts.RESET_DONE
     assert (data_dir / "inbox.jsonl").read_text() == ""
+
+
+async def test_a_reset_is_never_undone_by_a_replay_while_other_chats_are_busy(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot()
+    held = llm.gate = asyncio.Event()  # another chat's answer stays in flight meanwhile
+    tg.push_text(CHAT + 1, "a slow question")
+    await llm.wait_for_in_flight(1)
+    llm.gate = None
+    await say(tg, CHAT, "my secret is 1234")
+    assert await say(tg, CHAT, "/reset") == texts.RESET_DONE
+    # If the process died now, a restart must not bring the secret back into the wiped chat:
+    # its done mark reached the disk before the reset ran. Only the slow question is due.
+    replay = await Inbox(data_dir).unanswered(FileRepository(data_dir))
+    assert [r["message"]["text"] for r in replay] == ["a slow question"]
+    held.set()
+    await tg.wait_for_messages(CHAT + 1, 1)
 
 
 async def test_answered_messages_and_commands_are_not_replayed(

@@ -111,3 +111,53 @@ async def test_a_journal_with_nothing_to_replay_is_emptied_at_start_up(tmp_path:
     inbox = Inbox(tmp_path)
     assert await inbox.unanswered(FileRepository(tmp_path)) == []
     assert (tmp_path / INBOX).read_text() == ""
+
+
+async def test_a_forwarded_message_reads_back(tmp_path: Path) -> None:
+    forwarded = raw(1, "look at this")
+    forwarded["message"]["forward_origin"] = {
+        "type": "user",
+        "date": 1_767_225_000,
+        "sender_user": {"id": 9, "is_bot": False, "first_name": "Bo"},
+    }
+    await Inbox(tmp_path).record([Update.model_validate(forwarded)])
+    replay = await Inbox(tmp_path).unanswered(FileRepository(tmp_path / "chats"))
+    assert [r["update_id"] for r in replay] == [1]
+    assert Update.model_validate(replay[0]).message.forward_origin is not None  # type: ignore[union-attr]
+
+
+async def test_replay_looks_back_past_long_tool_turns_and_reads_each_update_once(
+    tmp_path: Path,
+) -> None:
+    repo = FileRepository(tmp_path)
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    for message_id in range(1, 31):  # 30 turns of 8 lines each: 240 lines
+        await repo.append(
+            5,
+            [
+                Message(role="user", content=f"q{message_id}", tg_message_id=message_id),
+                *[
+                    m
+                    for _ in range(3)
+                    for m in (
+                        Message(role="assistant", content="", tool_calls=(call,)),
+                        Message(role="tool", content="r", tool_call_id="c"),
+                    )
+                ],
+                Message(role="assistant", content="a"),
+            ],
+        )
+    records = [raw(101, "q1", message_id=1), raw(131, "q31", message_id=31)]
+    records.append(raw(132, "/nocommand but text for the model", message_id=32))
+    records.append(records[1])  # the same batch appended twice
+    (tmp_path / INBOX).write_text("".join(json.dumps(r) + "\n" for r in records))
+    replay = await Inbox(tmp_path).unanswered(repo)
+    assert [r["update_id"] for r in replay] == [131, 132]
+
+
+async def test_flush_puts_done_marks_on_disk_at_once(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path)
+    await inbox.record([update(1, "a", chat=5), update(2, "b", chat=6)])
+    await inbox.done(1)  # 2 is still in flight: the mark would wait for the next batch
+    await inbox.flush()
+    assert journal(tmp_path) == [1, 2, ("done", [1])]

@@ -138,7 +138,7 @@ class MembotApp:
             raise
         # Messages a crashed run received but never answered go first: each takes its chat's
         # place in line before polling brings anything new.
-        for record in replay:
+        for record in replay:  # each was read back already (Inbox.unanswered)
             update = Update.model_validate(record, context={"bot": bot})
             task = asyncio.create_task(self.dispatcher.feed_update(bot, update, replay=True))
             self._replays.add(task)
@@ -163,6 +163,7 @@ class MembotApp:
     async def _on_shutdown(self) -> None:
         # Polling has stopped; let updates already being answered finish, then the summaries.
         await self.sequencer.wait_idle(shutdown_grace(self.settings))
+        await self.inbox.flush()
         if self._replays:  # replayed updates pass through the sequencer: done by now, or stuck
             await asyncio.wait(self._replays, timeout=1.0)
         await self._release()

@@ -33,8 +33,10 @@ from aiogram.client.session.middlewares.base import (
 from aiogram.methods import GetUpdates, Response, TelegramMethod
 from aiogram.methods.base import TelegramType
 from aiogram.types import TelegramObject, Update
+from pydantic import ValidationError
 
 from membot.bot.filters import AddressedToBot
+from membot.bot.texts import COMMANDS
 from membot.memory.base import ChatRepository
 from membot.memory.files import ends_torn, fdatasync, write_all
 
@@ -43,7 +45,7 @@ log = logging.getLogger(__name__)
 INBOX = "inbox.jsonl"
 # Past this size, the next write rewrites the journal with only the updates still pending.
 COMPACT_BYTES = 64 * 1024
-# How far back in a chat's archive to look for a question whose "done" mark was lost.
+# How far back a chat's archive is read at first to find a question whose done mark was lost.
 DEDUP_WINDOW = 100
 
 
@@ -64,6 +66,7 @@ class Inbox:
         self._io = asyncio.Lock()
         self._size = 0
         self._compact = False  # rewrite at the next write, whatever the size
+        self._dir_synced = False  # the journal's directory entry, once per process
         # Updates the crashed run journaled: Telegram may send them again, as duplicates. (By id,
         # not by "up to": after a week without updates Telegram may pick a lower next id.)
         self.journaled_before: frozenset[int] = frozenset()
@@ -73,7 +76,9 @@ class Inbox:
     async def record(self, updates: list[Update]) -> None:
         """Journal a batch durably, before the dispatcher (and so the next poll) sees it."""
         fresh = {
-            u.update_id: u.model_dump_json(exclude_none=True, exclude_defaults=True).encode()
+            # by_alias and no exclude_defaults: the `type` tags of aiogram's unions (a
+            # forward's origin, say) must survive, or the update cannot be read back.
+            u.update_id: u.model_dump_json(exclude_none=True, by_alias=True).encode()
             for u in updates
             if u.update_id not in self.journaled_before
         }
@@ -85,7 +90,8 @@ class Inbox:
             if self._done:
                 batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
                 self._done = []
-            self._size = await asyncio.to_thread(_append, self.path, batch)
+            self._size = await asyncio.to_thread(_append, self.path, batch, not self._dir_synced)
+            self._dir_synced = True
             if self._compact or self._size >= COMPACT_BYTES:
                 # Only what is still pending survives; everything else was handled. (The
                 # batch is already durable above, whatever becomes of this rewrite.)
@@ -112,6 +118,14 @@ class Inbox:
                 self._done = []
                 self._compact = False
 
+    async def flush(self) -> None:
+        """Write the done marks now, durably (before a command, and at shutdown)."""
+        async with self._io:
+            if self._done:
+                line = json.dumps({"done": self._done}).encode() + b"\n"
+                self._done = []
+                self._size = await asyncio.to_thread(_append, self.path, line)
+
     # -- start-up ----------------------------------------------------------------------------
 
     async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
@@ -128,10 +142,13 @@ class Inbox:
             if not isinstance(message, dict) or not _replayable(message.get("text")):
                 skipped += 1
                 continue
-            chat_id = int(message["chat"]["id"])
-            message_id = int(message["message_id"])
-            stored = await repository.tail(chat_id, DEDUP_WINDOW)
-            if any(m.role == "user" and m.tg_message_id == message_id for m in stored):
+            try:
+                Update.model_validate(record)
+            except ValidationError:
+                log.warning("inbox: skipping update %s: it no longer reads", record["update_id"])
+                skipped += 1
+                continue
+            if await _answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
                 continue
             replay.append(record)
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
@@ -204,22 +221,51 @@ class InboxMiddleware(BaseMiddleware):
             return await handler(event, data)
         if event.update_id in self.inbox.journaled_before and not data.get("replay"):
             return None  # journaled by the run that crashed: replayed, or judged answered
+        message = event.message
+        if message is not None and message.text and _is_command(message.text):
+            # A command may change what a replay would find (/reset empties the archive the
+            # replay checks against): what is done must be on disk before it runs.
+            await self.inbox.flush()
         try:
             return await handler(event, data)
         finally:
             await self.inbox.done(event.update_id)
 
 
+async def _answered(repository: ChatRepository, chat_id: int, message_id: int) -> bool:
+    """Whether the question with this Telegram message id is in its chat's archive. Message ids
+    grow within a chat, so the look-back widens until it reaches an older question (a turn
+    with tool rounds is many lines) or the start of the archive."""
+    limit = DEDUP_WINDOW
+    while True:
+        stored = await repository.tail(chat_id, limit)
+        ids = [m.tg_message_id for m in stored if m.role == "user" and m.tg_message_id]
+        if message_id in ids:
+            return True
+        if len(stored) < limit or (ids and min(ids) < message_id):
+            return False
+        limit *= 4
+
+
+_COMMANDS = frozenset(f"/{name}" for name, _ in COMMANDS)
+
+
+def _is_command(text: str) -> bool:
+    return text.split(maxsplit=1)[0].split("@", 1)[0].lower() in _COMMANDS if text else False
+
+
 def _replayable(text: Any) -> bool:
-    """Text worth answering again; commands are not (a second /reset could wipe too much)."""
-    return isinstance(text, str) and not text.startswith("/")
+    """Text the model answers, worth answering again. The bot's commands are not (a second
+    /reset could wipe what came after the first); "/other text" goes to the model, so it is."""
+    return isinstance(text, str) and bool(text.strip()) and not _is_command(text)
 
 
 # -- file work (worker threads) -------------------------------------------------------------
 
 
-def _append(path: Path, payload: bytes) -> int:
-    """Append whole lines durably; the journal's size after it."""
+def _append(path: Path, payload: bytes, sync_dir: bool = False) -> int:
+    """Append whole lines durably; the journal's size after it. `sync_dir` also makes the
+    file's directory entry durable (the journal is truncated, never deleted: once is enough)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o600)
@@ -231,9 +277,12 @@ def _append(path: Path, payload: bytes) -> int:
             payload = b"\n" + payload  # a crash tore the last batch: start a fresh line
         write_all(fd, payload)
         fdatasync(fd)
-        return os.fstat(fd).st_size
+        size = os.fstat(fd).st_size
     finally:
         os.close(fd)
+    if sync_dir:
+        _fsync_dir(path.parent)
+    return size
 
 
 def _truncate(path: Path) -> None:
@@ -255,12 +304,16 @@ def _rewrite(path: Path, content: bytes) -> int:
         os.close(fd)
     os.replace(tmp, path)
     # The updates still pending must not fall back to an older journal after a power cut.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _fsync_dir(path.parent)
     return len(content)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:
@@ -270,6 +323,7 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:
     except FileNotFoundError:
         return [], set(), 0
     records = []
+    seen: set[int] = set()
     done: set[int] = set()
     for line in raw.split(b"\n"):
         if not line.strip():
@@ -278,8 +332,8 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:
             record = json.loads(line)
             if "done" in record:
                 done.update(int(i) for i in record["done"])
-            else:
-                int(record["update_id"])
+            elif int(record["update_id"]) not in seen:  # a batch appended twice after an error
+                seen.add(int(record["update_id"]))
                 records.append(record)
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("inbox: skipping a torn or corrupt line")
