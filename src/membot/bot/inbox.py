@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from membot.bot.filters import AddressedToBot
 from membot.bot.texts import COMMANDS
 from membot.memory.base import ChatRepository
-from membot.memory.files import ends_torn, fdatasync, write_all
+from membot.memory.files import ends_torn, fdatasync, fsync_dir, write_all
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ def _append(path: Path, payload: bytes, sync_dir: bool = False) -> int:
     finally:
         os.close(fd)
     if sync_dir:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     return size
 
 
@@ -304,16 +304,8 @@ def _rewrite(path: Path, content: bytes) -> int:
         os.close(fd)
     os.replace(tmp, path)
     # The updates still pending must not fall back to an older journal after a power cut.
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return len(content)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:

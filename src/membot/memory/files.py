@@ -169,7 +169,7 @@ class FileRepository:
         except FileNotFoundError:
             # The chat's first turn. Chats are private: only the bot's user may read them.
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             fd = os.open(path, flags, 0o600)
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
@@ -187,7 +187,7 @@ class FileRepository:
             os.close(fd)
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
-            _fsync_dir(directory)
+            fsync_dir(directory)
         meta = self._load_meta(chat_id, known_total=stored[-1].seq)
         now = utcnow()
         meta.created_at = meta.created_at or now
@@ -259,7 +259,7 @@ class FileRepository:
         # Rename first so that the chat is gone at once, even if the delete is interrupted.
         grave = self.root / f"{GRAVE_PREFIX}{chat_key(chat_id)}-{uuid.uuid4().hex}"
         os.replace(directory, grave)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         # This chat's, and any an earlier reset left behind when a crash interrupted it:
         # forgotten chats must not linger on disk.
         for leftover in self.root.glob(f"{GRAVE_PREFIX}*"):
@@ -544,7 +544,7 @@ def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
 fdatasync = getattr(os, "fdatasync", os.fsync)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
