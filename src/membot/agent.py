@@ -1,22 +1,26 @@
-"""One turn of conversation, independent of Telegram: history -> prompt -> LLM (-> tools) ->
-store -> reply."""
+"""One turn of conversation, independent of any front door: history -> prompt -> LLM
+(-> tools) -> store -> reply."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from membot.llm.client import ChatMessage, ChatModel
-from membot.llm.errors import LLMUnavailable
+from membot.core.consult import RoundPlan, clamp_rounds
+from membot.ids import ConversationId
+from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
+from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.prompt import PromptBuilder, to_chat_message
 from membot.llm.summarizer import HistoryCompressor
 from membot.llm.tools import NativeMode, ToolContext, ToolExecutor, ToolMode, ToolRegistry
+from membot.llm.tools.builtin import CONSULTATION_TOOL
 from membot.memory.base import ChatRepository
-from membot.memory.models import Message
+from membot.memory.models import ConversationState, Message
 from membot.tasks import TaskSupervisor
 
 if TYPE_CHECKING:
+    from membot.llm.structured import OutputSpec
     from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
@@ -27,9 +31,9 @@ GAVE_UP = "Sorry, I could not finish this one. Could you rephrase or narrow the 
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """A user's message, as the agent needs it (no Telegram types)."""
+    """A user's message, as the agent needs it (no transport types)."""
 
-    chat_id: int
+    conversation: ConversationId
     text: str
     user_id: int | None = None
     name: str | None = None
@@ -37,17 +41,79 @@ class Incoming:
     group: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TurnOptions:
+    """What a front door may set for one turn.
+
+    `start` opens a consultation of that many rounds with this message as its request;
+    `finish` makes the current consultation round the final one. `system_prompt` replaces
+    SYSTEM_PROMPT (an API session's own); `call` carries per-call model settings; `output`
+    is the format the answer that completes the dialog must have. `state` is what a new
+    conversation starts with (an API session's settings). `consult_tool` offers the model
+    `start_consultation` in plain chat."""
+
+    start: int | None = None
+    finish: bool = False
+    system_prompt: str | None = None
+    call: CallOptions | None = None
+    output: OutputSpec | None = None
+    state: ConversationState | None = None
+    consult_tool: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What a turn produced, stored already: the answer and where the dialog stands."""
+
+    reply: str
+    model: str
+    state: ConversationState
+    plan: RoundPlan | None = None  # the consultation round this turn answered, if any
+
+    @property
+    def complete(self) -> bool:
+        return self.plan is None or self.plan.final
+
+
 class ReplySink(Protocol):
     """Where the agent's words go: a Telegram chat, an HTTP response, a test."""
 
-    async def send(self, text: str) -> None: ...
+    async def progress(self, text: str) -> None:
+        """Text the model wrote beside a tool call, shown at once (best effort)."""
+        ...
+
+    async def answer(self, result: TurnResult) -> None:
+        """The turn's answer; it is stored when this is called."""
+        ...
+
+
+@dataclass(slots=True)
+class _Switch:
+    """`start_consultation`'s handle for one turn: the switch is applied by the agent and
+    committed with the turn, never before."""
+
+    default_rounds: int
+    max_rounds: int
+    plan: RoundPlan | None = field(default=None)
+
+    def start(self, request: str, rounds: int | None) -> str:
+        if self.plan is not None:
+            return "A consultation was already started in this turn."
+        n = clamp_rounds(rounds, self.default_rounds, self.max_rounds)
+        self.plan = RoundPlan.start(request, n)
+        if self.plan.final:
+            return "Consultation started with 1 round: give your complete answer now."
+        return (
+            f"Consultation started: {n} rounds. Now ask the user your clarifying questions "
+            "for round 1; do not give the final answer yet."
+        )
 
 
 class Agent:
     """Owns a turn. The order is the contract: the whole turn (user message, tool calls and
-    results, answer) is durable before the answer is sent, and summarization starts only after
-    the answer is out, in the background. Text the model writes beside a tool call is sent at
-    once as progress; it is stored with the turn."""
+    results, answer) and the state it leaves are durable before the answer is sent, and
+    summarization starts only after the answer is out, in the background. Text the model
+    writes beside a tool call is sent at once as progress; it is stored with the turn."""
 
     def __init__(
         self,
@@ -62,6 +128,8 @@ class Agent:
         max_tool_rounds: int = 10,
         search: HistorySearch | None = None,
         tasks: TaskSupervisor | None = None,
+        consult_rounds: int = 3,
+        max_rounds: int = 10,
     ) -> None:
         self.model = model
         self.repository = repository
@@ -70,18 +138,39 @@ class Agent:
         self.window_size = window_size
         self.tools = tools
         self.registry = tools.registry if tools else ToolRegistry()
+        # During a consultation (or where a front door does not want it) the model is not
+        # offered `start_consultation`; both registries and their prompt text are fixed.
+        self.registry_no_consult = self.registry.subset(
+            n for n in self.registry.names() if n != CONSULTATION_TOOL
+        )
         self.mode = tool_mode or NativeMode()
-        # The registry is fixed for the agent's life; the mode's text for it is too.
-        section = self.mode.system_section(self.registry)
-        self.tools_system = [section] if section else []
+        self._sections = {
+            offered: ([s] if (s := self.mode.system_section(reg)) else [])
+            for offered, reg in ((True, self.registry), (False, self.registry_no_consult))
+        }
         self.max_tool_rounds = max_tool_rounds
         self.search = search
-        self.tasks = tasks or TaskSupervisor()
+        self.tasks = tasks if tasks is not None else TaskSupervisor()
+        self.consult_rounds = consult_rounds
+        self.max_rounds = max_rounds
 
-    async def respond(self, incoming: Incoming, sink: ReplySink) -> str:
-        """Answer one message. Raises LLMError (nothing stored) when the model fails."""
-        chat_id = incoming.chat_id
-        ctx = await self.repository.context(chat_id, self.window_size)
+    async def respond(
+        self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
+    ) -> TurnResult:
+        """Answer one message. Raises LLMError (nothing stored, no state changed) when the
+        model fails."""
+        opts = options or TurnOptions()
+        cid = incoming.conversation
+        ctx = await self.repository.context(cid, self.window_size)
+        fresh = ctx.meta.messages_total == 0
+        before = opts.state if fresh and opts.state is not None else ctx.meta.state
+        if opts.start is not None:
+            plan: RoundPlan | None = RoundPlan.start(incoming.text, opts.start)
+        else:
+            plan = RoundPlan.next_for(before, finish=opts.finish)
+        switch = None
+        if plan is None and opts.consult_tool and self.registry.get(CONSULTATION_TOOL):
+            switch = _Switch(self.consult_rounds, self.max_rounds)
         user = Message(
             role="user",
             content=incoming.text,
@@ -89,50 +178,91 @@ class Agent:
             name=incoming.name,
             tg_message_id=incoming.message_id,
         )
-        messages = self.prompts.build(
-            summary=ctx.summary,
-            history=ctx.history,
-            new=user,
-            group=incoming.group,
-            facts=ctx.facts,
-            extra_system=self.tools_system,
+
+        window = self.prompts.window(ctx.history, group=incoming.group)
+
+        def system(plan: RoundPlan | None) -> ChatMessage:
+            offered = plan is None and switch is not None
+            return self.prompts.build_system(
+                summary=ctx.summary,
+                has_history=bool(window),
+                group=incoming.group,
+                facts=ctx.facts,
+                extra_system=[
+                    *self._sections[offered],
+                    *([plan.system_note()] if plan else []),
+                ],
+                system_prompt=opts.system_prompt,
+            )
+
+        messages = [system(plan), *window, to_chat_message(user, group=incoming.group)]
+        tool_ctx = ToolContext(
+            conversation=cid, repository=self.repository, search=self.search, consultation=switch
         )
-        turn = [user, *await self._run(chat_id, messages, sink)]
-        stored = await self.repository.append(chat_id, turn)
-        reply = turn[-1].content
-        await sink.send(reply)
+        produced, response = await self._run(
+            messages, sink, tool_ctx, plan, system, opts, switch
+        )
+        if switch is not None and switch.plan is not None:
+            plan = switch.plan
+            log.info("%s: the model started a consultation of %d rounds", cid, plan.max_rounds)
+        after = plan.state_after(before) if plan else None
+        if after is None and fresh and opts.state is not None:
+            after = opts.state  # a new API session: its settings are kept with its first turn
+        stored = await self.repository.append(cid, [user, *produced], state=after)
+        result = TurnResult(
+            reply=produced[-1].content,
+            model=response.model,
+            state=after or before,
+            plan=plan,
+        )
+        await sink.answer(result)
         if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):
-            self.tasks.spawn(("summary", chat_id), self.summarizer.maybe_summarize(chat_id))
-        return reply
+            self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))
+        return result
 
     async def _run(
-        self, chat_id: int, messages: list[ChatMessage], sink: ReplySink
-    ) -> list[Message]:
+        self,
+        messages: list[ChatMessage],
+        sink: ReplySink,
+        tool_ctx: ToolContext,
+        plan: RoundPlan | None,
+        system: _SystemFor,
+        opts: TurnOptions,
+        switch: _Switch | None,
+    ) -> tuple[list[Message], LLMResponse]:
         """The model's side of the turn: tool rounds, then the answer. Returns what to store
-        after the user message; the last item is the answer."""
+        after the user message (the last item is the answer) and the last response."""
         produced: list[Message] = []
-        tool_ctx = ToolContext(chat_id=chat_id, repository=self.repository, search=self.search)
         for round_no in range(self.max_tool_rounds + 1):
             # The last round is "answer now": past the cap tools are refused, never looped on.
             final = round_no == self.max_tool_rounds
-            request = self.mode.request(messages, self.registry, final=final)
+            if switch is not None and switch.plan is not None and plan is None:
+                # The model switched into a consultation: from now on the prompt is round 1's.
+                plan = switch.plan
+                messages = [system(plan), *messages[1:]]
+            registry = self.registry if plan is None and switch else self.registry_no_consult
+            output = opts.output if plan is None or plan.final else None
+            call = _with_output(opts.call, output)
+            request = self.mode.request(messages, registry, final=final)
             response = await self.model.complete(
-                request.messages, tools=request.tools, tool_choice=request.tool_choice
+                request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
             )
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
                     why = "past the cap" if self.tools else "while tools are off"
-                    log.warning("chat %s: tool calls made %s were ignored", chat_id, why)
+                    log.warning("%s: tool calls made %s were ignored", tool_ctx.conversation, why)
                 if not text:
                     if not produced:
                         raise LLMUnavailable("the model returned an empty answer")
                     text = GAVE_UP
+                elif output is not None:
+                    text, response = await self._checked(messages, text, response, output, call)
                 produced.append(Message(role="assistant", content=text))
-                return produced
+                return produced, response
             if text:
-                await self._progress(chat_id, sink, text)
-            results = await self.tools.run(calls, tool_ctx)
+                await self._progress(tool_ctx.conversation, sink, text)
+            results = await self.tools.run(calls, tool_ctx, registry)
             step = [
                 Message(
                     role="assistant",
@@ -153,28 +283,65 @@ class Agent:
             messages = [*messages, *(to_chat_message(m) for m in step)]
         raise AssertionError("unreachable: the final round always returns")
 
+    async def _checked(
+        self,
+        messages: list[ChatMessage],
+        text: str,
+        response: LLMResponse,
+        output: OutputSpec,
+        call: CallOptions | None,
+    ) -> tuple[str, LLMResponse]:
+        """The answer in the requested format: one repair request, then LLMInvalidOutput."""
+        problem = output.check(text)
+        if problem is None:
+            return output.clean(text), response
+        log.warning("the answer did not match the output format; asking for a repair")
+        repair = [
+            *messages,
+            {"role": "assistant", "content": text},
+            output.repair_message(problem),
+        ]
+        request = self.mode.request(repair, self.registry_no_consult, final=True)
+        response = await self.model.complete(
+            request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
+        )
+        text, _ = self.mode.parse(response)
+        if output.check(text) is not None:
+            raise LLMInvalidOutput("the answer did not match the requested format")
+        return output.clean(text), response
+
     @staticmethod
-    async def _progress(chat_id: int, sink: ReplySink, text: str) -> None:
+    async def _progress(cid: ConversationId, sink: ReplySink, text: str) -> None:
         """Send "Let me look that up..." before the tools run. Best effort: a lost progress
         note must not cost the user the answer that follows."""
         try:
-            await sink.send(text)
+            await sink.progress(text)
         except Exception as exc:
-            log.warning("chat %s: progress text not delivered: %s", chat_id, type(exc).__name__)
+            log.warning("%s: progress text not delivered: %s", cid, type(exc).__name__)
 
-    async def summary(self, chat_id: int) -> str:
-        return await self.repository.get_summary(chat_id)
-
-    async def facts(self, chat_id: int) -> list[str]:
-        return await self.repository.get_facts(chat_id)
-
-    async def reset(self, chat_id: int) -> None:
-        """Forget the chat. A summary being made for it is stopped first, so none comes back."""
-        await self.tasks.cancel(("summary", chat_id))
-        await self.repository.reset(chat_id)
+    async def reset(self, cid: ConversationId) -> None:
+        """Forget the conversation. A summary being made for it is stopped first."""
+        await self.tasks.cancel(("summary", cid))
+        await self.repository.reset(cid)
         if self.search is not None:
-            await self.search.drop(chat_id)
-        log.info("chat %s: memory reset", chat_id)
+            await self.search.drop(cid)
+        log.info("%s: memory reset", cid)
 
     async def aclose(self) -> None:
         await self.tasks.close()
+
+
+class _SystemFor(Protocol):
+    def __call__(self, plan: RoundPlan | None) -> ChatMessage: ...
+
+
+def _with_output(call: CallOptions | None, output: OutputSpec | None) -> CallOptions | None:
+    """The call's options with the output format's response_format added."""
+    if output is None:
+        return call
+    base = call or CallOptions()
+    return replace(
+        base,
+        response_format=output.response_format(),
+        require_parameters=base.require_parameters or output.require_parameters,
+    )

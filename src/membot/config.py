@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -32,7 +32,8 @@ class Settings(BaseSettings):
         str_strip_whitespace=False,
     )
 
-    telegram_bot_token: SecretStr = Field(min_length=1)
+    # Required by `membot run` (the bot); `membot api` serves the HTTP API without it.
+    telegram_bot_token: SecretStr | None = None
     telegram_api_base: str = "https://api.telegram.org"
     openrouter_api_key: SecretStr = Field(min_length=1)
     openrouter_base_url: str = "https://openrouter.ai/api/v1"
@@ -51,12 +52,21 @@ class Settings(BaseSettings):
     tool_timeout: float = Field(default=30.0, gt=0, le=600)
     # None means "every built-in tool"; an empty TOOLS= switches tools off.
     tools: Annotated[tuple[str, ...] | None, NoDecode] = None
+    consult_rounds: int = Field(default=3, ge=1, le=100)
+    max_rounds: int = Field(default=10, ge=1, le=100)
+    api_host: str = "127.0.0.1"
+    api_port: int | None = Field(default=None, ge=1, le=65535)
+    api_tokens: Annotated[tuple[SecretStr, ...], NoDecode] = ()
+    session_ttl: float = Field(default=3600.0, gt=0, le=365 * 86400)
+    web_search: bool = False
 
     @field_validator("telegram_bot_token")
     @classmethod
-    def _token_shape(cls, value: SecretStr) -> SecretStr:
+    def _token_shape(cls, value: SecretStr | None) -> SecretStr | None:
         # The shape aiogram insists on ("<bot id>:<secret>"); checked here so a pasted-wrong
         # token is a one-line config error, not a traceback from deep inside aiogram.
+        if value is None or not value.get_secret_value():
+            return None
         bot_id, sep, secret = value.get_secret_value().partition(":")
         if not (sep and bot_id.isdigit() and secret) or any(c.isspace() for c in secret):
             raise ValueError('must look like "123456789:AA..." (the token from @BotFather)')
@@ -81,6 +91,28 @@ class Settings(BaseSettings):
             except ValueError:
                 raise ValueError("must be a comma-separated list of integer user ids") from None
         return value
+
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _parse_tokens(cls, value: Any) -> Any:
+        # Comma-separated bearer tokens, trimmed; a token may not contain spaces or commas.
+        if isinstance(value, str):
+            value = [p.strip() for p in value.split(",") if p.strip()]
+        tokens = tuple(v.get_secret_value() if isinstance(v, SecretStr) else v for v in value)
+        if any(not isinstance(t, str) or any(c.isspace() for c in t) for t in tokens):
+            raise ValueError("must be a comma-separated list of tokens without spaces")
+        if any(len(t) < 16 for t in tokens):
+            raise ValueError("each token must be at least 16 characters long")
+        return tuple(SecretStr(t) for t in tokens)
+
+    @model_validator(mode="after")
+    def _rounds(self) -> Settings:
+        if self.consult_rounds > self.max_rounds:
+            raise ValueError(
+                f"CONSULT_ROUNDS is invalid: {self.consult_rounds} is more than MAX_ROUNDS "
+                f"({self.max_rounds})"
+            )
+        return self
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -126,25 +158,43 @@ class Settings(BaseSettings):
         out: dict[str, str] = {}
         for name in type(self).model_fields:
             value = getattr(self, name)
-            if isinstance(value, SecretStr):
+            if name == "tools":
+                shown = ",".join(self.enabled_tools) or "(none)"
+            elif value is None:
+                shown = "(not set)"
+            elif isinstance(value, SecretStr):
                 raw = value.get_secret_value()
                 shown = f"{raw[:4]}…({len(raw)} chars)" if len(raw) > 8 else "***"
+            elif name == "api_tokens":
+                shown = f"({len(value)} token(s))" if value else "(none)"
             elif isinstance(value, frozenset):
                 shown = ",".join(str(v) for v in sorted(value)) or "(everyone)"
-            elif name == "tools":
-                shown = ",".join(self.enabled_tools) or "(none)"
             else:
                 shown = str(value)
             out[name.upper()] = shown
         return out
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Build the settings or raise ConfigError with one line naming the first bad variable."""
+def load_settings(
+    *, telegram: bool = True, api: bool | None = None, **overrides: Any
+) -> Settings:
+    """Build the settings or raise ConfigError with one line naming the first bad variable.
+
+    `telegram`: the bot runs, so TELEGRAM_BOT_TOKEN is required. `api`: the HTTP API is
+    served, so API_TOKENS is required (None: served when API_PORT is set)."""
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as exc:
         raise ConfigError(_describe(exc)) from None
+    if telegram and settings.telegram_bot_token is None:
+        raise ConfigError("configuration error: TELEGRAM_BOT_TOKEN is required but not set")
+    serving = settings.api_port is not None if api is None else api
+    if serving and not settings.api_tokens:
+        raise ConfigError(
+            "configuration error: API_TOKENS is required when the HTTP API is on "
+            "(API_PORT is set, or `membot api`): a comma-separated list of bearer tokens"
+        )
+    return settings
 
 
 def _describe(exc: ValidationError) -> str:
@@ -155,7 +205,10 @@ def _describe(exc: ValidationError) -> str:
             problems.append(f"{var} is required but not set")
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{var} is invalid: {msg}")
+            if not err["loc"] and msg.split(" ", 1)[0].isupper():
+                problems.append(msg)  # a check across settings names its own variable
+            else:
+                problems.append(f"{var} is invalid: {msg}")
     return "configuration error: " + "; ".join(problems)
 
 

@@ -31,7 +31,13 @@ class TaskSupervisor:
         if self._tasks.get(key) is task:
             del self._tasks[key]
         if not task.cancelled() and (exc := task.exception()) is not None:
-            log.error("background task %s failed", key, exc_info=exc)
+            # The traceback may quote conversation text (a summary's prompt): DEBUG only.
+            log.error(
+                "background task %s failed: %s",
+                key,
+                type(exc).__name__,
+                exc_info=exc if log.isEnabledFor(logging.DEBUG) else None,
+            )
 
     async def cancel(self, key: Hashable) -> None:
         """Stop the task with this key, if any, and wait until it has stopped."""

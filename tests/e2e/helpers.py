@@ -9,6 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from membot.bot import texts
+
+# /help as the bot sends it with the default CONSULT_ROUNDS and MAX_ROUNDS.
+HELP_TEXT = texts.HELP.format(rounds=3, max_rounds=10)
+
 
 def stored(data_dir: Path, chat_id: int) -> list[dict[str, Any]]:
     path = data_dir / str(chat_id) / "messages.txt"

@@ -11,7 +11,7 @@ import pytest
 
 from membot.bot import texts
 from tests.conftest import TOKEN, RunningBot, StartBot
-from tests.e2e.helpers import meta, prompt_texts, roles_and_texts, stored, system_prompt
+from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts, stored, system_prompt
 from tests.fakes import FakeLLM, FakeTelegram, Reply
 
 CHAT = 1001
@@ -24,7 +24,7 @@ async def settle(tg: FakeTelegram, bot: RunningBot, chat_id: int = CHAT) -> None
     every earlier turn has finished, including starting its summary; then wait for those.
     """
     await say(tg, chat_id, "/help")
-    await bot.app.agent.tasks.join()
+    await bot.app.core.tasks.join()
 
 
 async def say(tg: FakeTelegram, chat_id: int, text: str, **kw: object) -> str:
@@ -51,7 +51,16 @@ async def test_answers_a_message_and_remembers_it(
     first = stored(data_dir, CHAT)[0]
     assert first["user_id"] == CHAT and first["name"] == "Alice" and first["tg_message_id"]
     assert (CHAT, "typing") in tg.actions
-    assert [c["command"] for c in tg.commands] == ["start", "help", "summary", "memory", "reset"]
+    assert [c["command"] for c in tg.commands] == [
+        "start",
+        "help",
+        "consult",
+        "finish",
+        "cancel",
+        "summary",
+        "memory",
+        "reset",
+    ]
 
     assert await say(tg, CHAT, "and again") == "ANSWER: and again"
     assert prompt_texts(llm.chat_requests[-1]) == [
@@ -372,8 +381,8 @@ async def test_service_messages_get_no_answer(
     answer = tg.messages_to(CHAT)[-1]
     tg.push_pinned(CHAT, answer.message_id)  # the user pins the bot's answer
     # The chat's updates are handled in order: once /help is answered, the pin was handled.
-    assert await say(tg, CHAT, "/help") == texts.HELP
-    assert [m.text for m in tg.messages_to(CHAT)] == ["ANSWER: hello", texts.HELP]
+    assert await say(tg, CHAT, "/help") == HELP_TEXT
+    assert [m.text for m in tg.messages_to(CHAT)] == ["ANSWER: hello", HELP_TEXT]
     assert len(llm.chat_requests) == 1
 
 
@@ -408,7 +417,7 @@ async def test_the_apology_for_a_failed_update_comes_before_the_next_answer(
     tg.push_text(CHAT, "this answer will bounce")
     tg.push_text(CHAT, "/help")
     sent = await tg.wait_for_messages(CHAT, 2)
-    assert [m.text for m in sent] == [texts.INTERNAL_ERROR, texts.HELP]
+    assert [m.text for m in sent] == [texts.INTERNAL_ERROR, HELP_TEXT]
 
 
 async def test_logs_at_info_hold_no_message_text_and_no_token(

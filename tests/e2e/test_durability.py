@@ -24,7 +24,14 @@ from membot.bot import texts
 from membot.bot.inbox import Inbox
 from membot.memory import FileRepository
 from tests.conftest import API_KEY, TOKEN, StartBot
-from tests.e2e.helpers import membot_env, meta, prompt_texts, roles_and_texts, spawn_membot
+from tests.e2e.helpers import (
+    HELP_TEXT,
+    membot_env,
+    meta,
+    prompt_texts,
+    roles_and_texts,
+    spawn_membot,
+)
 from tests.e2e.test_conversation import say
 from tests.fakes import FakeLLM, FakeTelegram
 
@@ -153,7 +160,7 @@ async def help_answered(tg: FakeTelegram, chat: int) -> list[str]:
     first, so everything replayed for the chat is done by then."""
     tg.push_text(chat, "/help")
     await tg.wait_until(
-        lambda: texts.HELP in [m.text for m in tg.messages_to(chat)], what="the /help answer"
+        lambda: HELP_TEXT in [m.text for m in tg.messages_to(chat)], what="the /help answer"
     )
     return [m.text for m in tg.messages_to(chat)]
 
@@ -166,7 +173,7 @@ async def test_a_message_received_before_a_crash_is_answered_once_after_it(
     write_inbox(data_dir, update)
     tg.push_update(update)
     await start_bot()
-    assert await help_answered(tg, CHAT) == ["ANSWER: did you get this?", texts.HELP]
+    assert await help_answered(tg, CHAT) == ["ANSWER: did you get this?", HELP_TEXT]
     assert len(llm.chat_requests) == 1
     assert [t for _, t in roles_and_texts(data_dir, CHAT)] == [
         "did you get this?",
@@ -225,7 +232,7 @@ async def test_answered_messages_and_commands_are_not_replayed(
     )
     with caplog.at_level(logging.WARNING):
         await start_bot()
-        assert await help_answered(tg, CHAT) == ["ANSWER: never answered", texts.HELP]
+        assert await help_answered(tg, CHAT) == ["ANSWER: never answered", HELP_TEXT]
     assert [t for _, t in roles_and_texts(data_dir, CHAT)] == [
         "answered already",
         "ANSWER: answered already",
@@ -294,7 +301,7 @@ async def test_kill_9_under_load_loses_no_message_and_answers_none_twice(
         assert sent == on_disk[: len(sent)], chat
 
         chat_meta = json.loads((chat_dir / "meta.json").read_text())
-        assert chat_meta["chat_id"] == chat
+        assert chat_meta["conversation"] == f"tg:{chat}"
         assert chat_meta["messages_total"] <= len(lines)  # meta may lag the archive, never lead
         if (chat_dir / "summary.txt").exists():
             assert (chat_dir / "summary.txt").read_text().startswith("SUMMARY #")
@@ -312,7 +319,7 @@ async def test_kill_9_under_load_loses_no_message_and_answers_none_twice(
         # answered, every message the chat sent before the kill has been dealt with.
         tg.push_text(chat, "/help")
     await tg.wait_until(
-        lambda: all(texts.HELP in [m.text for m in tg.messages_to(c)] for c in CHATS),
+        lambda: all(HELP_TEXT in [m.text for m in tg.messages_to(c)] for c in CHATS),
         timeout=30,
         what="every chat's /help after the replay",
     )
@@ -322,7 +329,7 @@ async def test_kill_9_under_load_loses_no_message_and_answers_none_twice(
         assert [(m["role"], m["content"]) for m in lines] == [
             pair for q in pushed[chat] for pair in (("user", q), ("assistant", f"ANSWER: {q}"))
         ], chat
-        sent = [m.text for m in tg.messages_to(chat) if m.text != texts.HELP]
+        sent = [m.text for m in tg.messages_to(chat) if m.text != HELP_TEXT]
         expected = [f"ANSWER: {q}" for q in pushed[chat]]
         # Never answered twice; in order; and at most the one turn the kill caught between
         # its append and its send is on disk but was never shown.

@@ -14,7 +14,7 @@ from membot.bot import texts
 from membot.bot.middlewares import NOT_ALLOWED
 from membot.bot.render import render
 from tests.conftest import StartBot
-from tests.e2e.helpers import prompt_texts, roles_and_texts, stored
+from tests.e2e.helpers import HELP_TEXT, prompt_texts, roles_and_texts, stored
 from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
 
 GROUP = -200
@@ -99,7 +99,7 @@ async def test_group_reply_to_the_bot_and_commands_are_answered(
     tg.push_text(GROUP, "/help", **BOB)
     tg.push_text(GROUP, f"/summary@{BOT_USERNAME}", **CAROL)
     sent = await tg.wait_for_messages(GROUP, 4)
-    assert [m.text for m in sent[2:]] == [texts.HELP, texts.NO_SUMMARY.format(every=20)]
+    assert [m.text for m in sent[2:]] == [HELP_TEXT, texts.NO_SUMMARY.format(every=20)]
     assert len(llm.requests) == 2
     people = [(m["user_id"], m["name"]) for m in stored(data_dir, GROUP) if m["role"] == "user"]
     assert people == [(502, "Carol"), (501, "Bob Stone")]

@@ -13,6 +13,7 @@ from membot.agent import GAVE_UP
 from membot.bot import texts
 from membot.llm.tools import hermes
 from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+from membot.ids import ConversationId
 from membot.memory.files import FileRepository
 from membot.memory.models import Message
 from tests.conftest import StartBot
@@ -228,7 +229,7 @@ async def test_search_history_finds_what_the_window_lost(
     repo = FileRepository(data_dir)
     old = [Message(role="user", content="My locker code is 4711, keep it in mind")]
     old += [Message(role="user", content=f"filler message number {i}") for i in range(300)]
-    await repo.append(CHAT, old)
+    await repo.append(ConversationId.telegram(CHAT), old)
     await repo.close()
     await start_bot(window_size=4, **QUIET)
     llm.script(
@@ -381,5 +382,5 @@ async def test_tool_turns_log_no_message_text_at_info(
     )
     with caplog.at_level(logging.INFO):
         await ask(tg, "my bank pin is 8642, remember it", 2)
-    assert "tool remember: chat=2002 status=ok" in caplog.text
+    assert "tool remember: conversation=tg:2002 status=ok" in caplog.text
     assert "8642" not in caplog.text

@@ -7,6 +7,10 @@ serialisation, timeouts, retries and error mapping are all exercised.
 Answers are deterministic by default ("ANSWER: <last user message>", "SUMMARY #n: ..."), can
 be scripted per request (:class:`Reply`), and concurrency is observable (``in_flight``,
 ``max_in_flight``, ``gate``) without any sleeps: waiters use an asyncio.Condition.
+
+OpenRouter's extensions are accepted: server tools (``{"type": "openrouter:..."}`` in
+``tools``), ``plugins``, ``provider``. ``refuse_server_tools`` makes the fake behave like a
+model whose provider does not support server tools (400).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Reply:
     """One scripted answer.
 
     ``status`` != 200 answers with OpenAI's error JSON (``error_message`` as its message).
+    ``model`` reports that model in the completion instead of echoing the request's (as
+    OpenRouter does for routers such as ``openrouter/auto``).
     ``delay`` is simulated latency; ``hang`` never answers until the server stops (for client
     timeout tests). ``raw_body`` sends that JSON verbatim instead of a completion, e.g. to
     mimic OpenRouter's occasional 200-with-``error`` or empty ``choices``.
@@ -60,6 +66,7 @@ class Reply:
     hang: bool = False
     finish_reason: str | None = None
     raw_body: Any = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
         # Fail in the test that wrote the script, not later as an opaque HTTP 500.
@@ -133,11 +140,33 @@ def validate_chat_request(body: dict[str, Any]) -> None:
         if not isinstance(tools, list):
             raise _InvalidRequest("'tools' must be an array")
         for tool in tools:
-            function = tool.get("function") if isinstance(tool, dict) else None
-            if tool.get("type") != "function" or not isinstance(function, dict):
-                raise _InvalidRequest(f"invalid tool definition: {tool!r}")
-            if not function.get("name"):
-                raise _InvalidRequest(f"tool function needs a name: {tool!r}")
+            _validate_tool(tool)
+    plugins = body.get("plugins")
+    if plugins is not None and not (
+        isinstance(plugins, list)
+        and all(isinstance(p, dict) and isinstance(p.get("id"), str) for p in plugins)
+    ):
+        raise _InvalidRequest("'plugins' must be an array of objects with an 'id'")
+    if "provider" in body and not isinstance(body["provider"], dict):
+        raise _InvalidRequest("'provider' must be an object")
+
+
+def _validate_tool(tool: Any) -> None:
+    if not isinstance(tool, dict):
+        raise _InvalidRequest(f"invalid tool definition: {tool!r}")
+    if server_tool_type(tool) is not None:
+        return  # OpenRouter runs these itself; they carry no function
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, dict):
+        raise _InvalidRequest(f"invalid tool definition: {tool!r}")
+    if not function.get("name"):
+        raise _InvalidRequest(f"tool function needs a name: {tool!r}")
+
+
+def server_tool_type(tool: Any) -> str | None:
+    """The type of an OpenRouter server tool (``openrouter:web_search``, ...), else None."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    return kind if isinstance(kind, str) and kind.startswith("openrouter:") else None
 
 
 def _phrase(status: int) -> str:
@@ -158,12 +187,24 @@ class FakeLLM(LocalServer):
     #: Substring (case-insensitive) of a system message that marks a summarization request.
     summary_marker = "summar"
 
-    def __init__(self, api_key: str = "test-key", *, latency: float = 0.0, strict: bool = True):
+    def __init__(
+        self,
+        api_key: str = "test-key",
+        *,
+        latency: float = 0.0,
+        strict: bool = True,
+        refuse_server_tools: bool = False,
+    ):
         super().__init__()
         self.api_key = api_key
         self.latency = latency
         self.strict = strict  # validate requests like OpenAI (400 on malformed histories)
+        # Answer 400 to requests carrying an openrouter:* server tool, as a provider without
+        # server tool support does.
+        self.refuse_server_tools = refuse_server_tools
         self.requests: list[dict[str, Any]] = []
+        # Parsed bodies answered 4xx by validation or refuse_server_tools (not in requests).
+        self.rejected_requests: list[dict[str, Any]] = []
         self.chat_requests: list[dict[str, Any]] = []
         self.summary_requests: list[dict[str, Any]] = []
         self.errors: list[str] = []  # 4xx answers produced by validation / auth
@@ -280,7 +321,12 @@ class FakeLLM(LocalServer):
             try:
                 validate_chat_request(body)
             except _InvalidRequest as exc:
+                self.rejected_requests.append(body)
                 return await self._reject(400, str(exc))
+        refused = self._refused_server_tool(body)
+        if refused is not None:
+            self.rejected_requests.append(body)
+            return await self._reject(400, f"Tool type {refused} is not supported for this model")
         is_summary = self.is_summary_request(body)
         self.requests.append(body)
         (self.summary_requests if is_summary else self.chat_requests).append(body)
@@ -309,6 +355,12 @@ class FakeLLM(LocalServer):
         finally:
             self.in_flight -= 1
             await self._notify()
+
+    def _refused_server_tool(self, body: dict[str, Any]) -> str | None:
+        """The first server tool type in ``body`` if server tools are refused, else None."""
+        if not self.refuse_server_tools or not isinstance(body.get("tools"), list):
+            return None
+        return next(filter(None, map(server_tool_type, body["tools"])), None)
 
     async def _respond(self, body: dict[str, Any]) -> ReplyLike:
         result = self._responder(body)
@@ -369,7 +421,7 @@ class FakeLLM(LocalServer):
             "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model"),
+            "model": reply.model or body.get("model"),
             "choices": [
                 {
                     "index": 0,

@@ -430,3 +430,52 @@ async def test_broken_responder_is_reported(llm: FakeLLM, client: openai.AsyncOp
     llm.set_responder(None)
     reply = await client.chat.completions.create(model=MODEL, messages=[user("x")])
     assert reply.choices[0].message.content == "ANSWER: x"
+
+
+async def test_openrouter_extensions_are_accepted(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    tools: Any = [
+        {"type": "function", "function": {"name": "remember", "parameters": {}}},
+        {"type": "openrouter:web_search"},
+    ]
+    extra = {"plugins": [{"id": "web"}], "provider": {"require_parameters": True}}
+    reply = await client.chat.completions.create(
+        model=MODEL, messages=[user("news?")], tools=tools, extra_body=extra
+    )
+    assert reply.choices[0].message.content == "ANSWER: news?"
+    sent = llm.requests[-1]
+    assert sent["tools"][1] == {"type": "openrouter:web_search"}
+    assert (sent["plugins"], sent["provider"]) == (extra["plugins"], extra["provider"])
+
+    with pytest.raises(openai.BadRequestError, match="'plugins' must be an array"):
+        await client.chat.completions.create(
+            model=MODEL, messages=[user("x")], extra_body={"plugins": ["web"]}
+        )
+    with pytest.raises(openai.BadRequestError, match="invalid tool definition"):
+        bad: Any = [{"type": "retrieval"}]
+        await client.chat.completions.create(model=MODEL, messages=[user("x")], tools=bad)
+    assert len(llm.requests) == 1 and len(llm.rejected_requests) == 2
+
+
+async def test_refuse_server_tools(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.refuse_server_tools = True
+    search: Any = [{"type": "openrouter:web_search"}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.chat.completions.create(model=MODEL, messages=[user("x")], tools=search)
+    message = "Tool type openrouter:web_search is not supported for this model"
+    assert refused.value.status_code == 400 and message in refused.value.message
+    assert llm.errors == [f"400: {message}"]
+    assert llm.requests == [] and llm.rejected_requests[0]["tools"] == search
+
+    # The plugin form and plain requests still work.
+    reply = await client.chat.completions.create(
+        model=MODEL, messages=[user("y")], extra_body={"plugins": [{"id": "web"}]}
+    )
+    assert reply.choices[0].message.content == "ANSWER: y" and len(llm.requests) == 1
+
+
+async def test_reply_reports_another_model(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
+    llm.script(Reply(content="routed", model="vendor/concrete-model"))
+    routed = await client.chat.completions.create(model="openrouter/auto", messages=[user("x")])
+    echoed = await client.chat.completions.create(model="openrouter/auto", messages=[user("x")])
+    assert (routed.model, routed.choices[0].message.content) == ("vendor/concrete-model", "routed")
+    assert echoed.model == "openrouter/auto"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
@@ -22,34 +21,17 @@ from aiogram.methods import (
 from aiogram.methods.base import Response
 from aiogram.types import BotCommand, LinkPreviewOptions, Update
 
-from membot.agent import Agent
 from membot.bot import texts
 from membot.bot.handlers import build_routers
 from membot.bot.inbox import Inbox, InboxMiddleware, JournalUpdates
 from membot.bot.middlewares import AccessMiddleware, ChatSequencer
 from membot.config import Settings
-from membot.llm.client import ChatModel, OpenAIChatModel
-from membot.llm.prompt import PromptBuilder
-from membot.llm.summarizer import Summarizer
-from membot.llm.tools import ToolExecutor, make_mode
-from membot.llm.tools.builtin import builtin
-from membot.memory.base import ChatRepository
-from membot.memory.files import FileRepository
-from membot.search import HistorySearch
+from membot.wiring import Core, build_core, shutdown_grace
+
+if TYPE_CHECKING:
+    from membot.api.server import ApiServer
 
 log = logging.getLogger(__name__)
-
-# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
-LLM_RETRIES = 2
-
-
-def shutdown_grace(settings: Settings) -> float:
-    """How long shutdown waits for answers in progress. Telegram already counts those updates
-    as delivered, so one cut short is a message never answered: wait long enough for a turn
-    that is waiting on the model to get its answer (or time out) and send it."""
-    attempts = 1 + (LLM_RETRIES if settings.enable_retry else 0)
-    return attempts * settings.llm_timeout + 10.0
-
 
 # aiogram parses every Bot API reply with a `Response[T]` pydantic model that it creates per
 # call; pydantic caches those classes only weakly, so each garbage collection drops them and
@@ -63,46 +45,23 @@ def pin_response_models() -> None:
         _RESPONSE_MODELS.extend(Response[m.__returning__] for m in _HOT_METHODS)  # type: ignore[name-defined]
 
 
-def build_model(settings: Settings) -> ChatModel:
-    return OpenAIChatModel(
-        api_key=settings.openrouter_api_key.get_secret_value(),
-        base_url=settings.openrouter_base_url,
-        model=settings.openrouter_model,
-        timeout=settings.llm_timeout,
-        retries=LLM_RETRIES if settings.enable_retry else 0,
-    )
-
-
-def build_agent(settings: Settings, model: ChatModel, repository: ChatRepository) -> Agent:
-    registry = builtin.subset(settings.enabled_tools)
-    return Agent(
-        model=model,
-        repository=repository,
-        prompts=PromptBuilder(settings.system_prompt),
-        summarizer=Summarizer(
-            model,
-            repository,
-            every=settings.summary_every,
-            language=settings.summary_language,
-        ),
-        window_size=settings.window_size,
-        tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
-        tool_mode=make_mode(settings.tool_mode),
-        max_tool_rounds=settings.tool_max_iterations,
-        # The index lives beside the archive it indexes: DATA_DIR/<chat_id>/search.sqlite3.
-        search=HistorySearch(repository, settings.data_dir),
-    )
-
-
 class MembotApp:
-    """One bot process: settings in, polling loop out. `run()` until `stop()` or a signal."""
+    """The Telegram front door: settings in, polling loop out. `run()` until `stop()` or a
+    signal. The conversation core comes from `membot.wiring`, shared with the HTTP API."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, core: Core | None = None) -> None:
         pin_response_models()
+        if settings.telegram_bot_token is None:
+            raise ValueError("TELEGRAM_BOT_TOKEN is required for the bot")
         self.settings = settings
-        self.repository: ChatRepository = FileRepository(settings.data_dir)
-        self.model = build_model(settings)
-        self.agent = build_agent(settings, self.model, self.repository)
+        self.core = core or build_core(settings)
+        self.repository = self.core.repository
+        self.service = self.core.service
+        self.api: ApiServer | None = None
+        if settings.api_port is not None:
+            from membot.api.server import ApiServer  # only when the API is on
+
+            self.api = ApiServer(settings, self.core)
         self.bot = Bot(
             token=settings.telegram_bot_token.get_secret_value(),
             session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
@@ -111,10 +70,14 @@ class MembotApp:
         self.inbox = Inbox(settings.data_dir)
         self.bot.session.middleware(JournalUpdates(self.inbox, settings.allowed_user_ids))
         self._replays: set[asyncio.Task[Any]] = set()
+        # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
-            settings=settings, agent=self.agent, repository=self.repository
+            disable_fsm=True,
+            settings=settings,
+            service=self.service,
+            repository=self.repository,
         )
-        self.sequencer = ChatSequencer(self.dispatcher)
+        self.sequencer = ChatSequencer(self.dispatcher, self.service)
         self.dispatcher.update.outer_middleware(self.sequencer)
         # Inside the sequencer: an update is marked done before the chat's next one starts,
         # and shutdown waits for that too.
@@ -143,11 +106,8 @@ class MembotApp:
             task = asyncio.create_task(self.dispatcher.feed_update(bot, update, replay=True))
             self._replays.add(task)
             task.add_done_callback(self._replays.discard)
-        # Everything imported and built so far lives as long as the process: move it out of
-        # the collector's sight. aiogram, pydantic and openai leave ~10^6 long-lived objects,
-        # and walking them made each full collection a 200 ms pause in the middle of answers.
-        gc.collect()
-        gc.freeze()
+        if self.api is not None:
+            await self.api.start()
         if not self.settings.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
@@ -161,8 +121,11 @@ class MembotApp:
         )
 
     async def _on_shutdown(self) -> None:
-        # Polling has stopped; let updates already being answered finish, then the summaries.
-        await self.sequencer.wait_idle(shutdown_grace(self.settings))
+        # Polling has stopped; the API takes no new requests either. Let updates and
+        # requests already being answered finish, then the summaries.
+        if self.api is not None:
+            await self.api.stop_accepting()
+        await self.service.wait_idle(shutdown_grace(self.settings))
         await self.inbox.flush()
         if self._replays:  # replayed updates pass through the sequencer: done by now, or stuck
             await asyncio.wait(self._replays, timeout=1.0)
@@ -170,9 +133,9 @@ class MembotApp:
         log.info("membot stopped")
 
     async def _release(self) -> None:
-        await self.agent.aclose()
-        await self.model.close()
-        await self.repository.close()
+        if self.api is not None:
+            await self.api.close()
+        await self.core.aclose()
 
     async def run(self, *, handle_signals: bool = True) -> None:
         await self.dispatcher.start_polling(

@@ -38,7 +38,8 @@ from pydantic import ValidationError
 from membot.bot.filters import AddressedToBot
 from membot.bot.texts import COMMANDS
 from membot.memory.base import ChatRepository
-from membot.memory.files import ends_torn, fdatasync, fsync_dir, write_all
+from membot.ids import ConversationId
+from membot.memory.durable import append_lines, replace_atomic
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ async def _answered(repository: ChatRepository, chat_id: int, message_id: int) -
     with tool rounds is many lines) or the start of the archive."""
     limit = DEDUP_WINDOW
     while True:
-        stored = await repository.tail(chat_id, limit)
+        stored = await repository.tail(ConversationId.telegram(chat_id), limit)
         ids = [m.tg_message_id for m in stored if m.role == "user" and m.tg_message_id]
         if message_id in ids:
             return True
@@ -266,23 +267,7 @@ def _replayable(text: Any) -> bool:
 def _append(path: Path, payload: bytes, sync_dir: bool = False) -> int:
     """Append whole lines durably; the journal's size after it. `sync_dir` also makes the
     file's directory entry durable (the journal is truncated, never deleted: once is enough)."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o600)
-    except FileNotFoundError:  # the very first update: DATA_DIR may not exist yet
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o600)
-    try:
-        if ends_torn(fd):
-            payload = b"\n" + payload  # a crash tore the last batch: start a fresh line
-        write_all(fd, payload)
-        fdatasync(fd)
-        size = os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-    if sync_dir:
-        fsync_dir(path.parent)
-    return size
+    return append_lines(path, payload, sync_dir=sync_dir)
 
 
 def _truncate(path: Path) -> None:
@@ -293,18 +278,10 @@ def _truncate(path: Path) -> None:
 
 
 def _rewrite(path: Path, content: bytes) -> int:
-    """Replace the journal atomically (temporary file, fsync, rename); its new size."""
+    """Replace the journal atomically; its new size. With the directory's fsync: the
+    updates still pending must not fall back to an older journal after a power cut."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        write_all(fd, content)
-        fdatasync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    # The updates still pending must not fall back to an older journal after a power cut.
-    fsync_dir(path.parent)
+    replace_atomic(path, content, sync_dir=True)
     return len(content)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -11,7 +10,8 @@ from aiogram import BaseMiddleware, Router
 from aiogram.dispatcher.middlewares.error import ErrorsMiddleware
 from aiogram.types import Chat, Message, TelegramObject
 
-from membot.locks import KeyedLocks
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,10 @@ class ChatSequencer(BaseMiddleware):
     """Outer update middleware: the updates of one chat run strictly one after another.
 
     aiogram runs every update as its own task, in arrival order. Each task takes its chat's
-    lock before its first real await, and asyncio.Lock wakes waiters first-in first-out,
-    so a chat's updates are handled in the order Telegram sent them, while different chats
-    run concurrently. It also counts updates in flight so shutdown can wait for them.
+    turn from the conversation service (`ordered`) before its first real await, and the
+    service queues first-in first-out, so a chat's updates are handled in the order Telegram
+    sent them, while different chats run concurrently. The service also counts them in
+    flight, so shutdown waits for them as for HTTP requests.
 
     Errors are handled inside the lock, by aiogram's own ErrorsMiddleware over `router` (the
     dispatcher): the apology for a failed update goes out before the chat's next update is
@@ -34,35 +35,15 @@ class ChatSequencer(BaseMiddleware):
     this one, so it would only see the error once the lock was released.)
     """
 
-    def __init__(self, router: Router) -> None:
+    def __init__(self, router: Router, service: ConversationService) -> None:
         self._errors = ErrorsMiddleware(router)
-        self._lock = KeyedLocks()
-        self._in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._service = service
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
         chat: Chat | None = data.get("event_chat")
-        self._in_flight += 1
-        self._idle.clear()
-        try:
-            if chat is None:
-                return await self._errors(handler, event, data)
-            async with self._lock(chat.id):
-                return await self._errors(handler, event, data)
-        finally:
-            self._in_flight -= 1
-            if self._in_flight == 0:
-                self._idle.set()
-
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait until no update is being handled; False if `timeout` passed first."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
-            log.warning("shutdown: %d update(s) still in flight", self._in_flight)
-            return False
-        return True
+        cid = ConversationId.telegram(chat.id) if chat is not None else None
+        async with self._service.ordered(cid):
+            return await self._errors(handler, event, data)
 
 
 class AccessMiddleware(BaseMiddleware):

@@ -34,8 +34,13 @@ def render(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[Part]:
     try:
         text, entities = telegramify_markdown.convert(markdown)
         ents = [e.to_dict() for e in entities]
-    except Exception:  # a converter bug must never cost the user the answer
-        log.exception("markdown conversion failed; sending plain text")
+    except Exception as exc:  # a converter bug must never cost the user the answer
+        # The traceback may quote the text: at DEBUG only.
+        log.error(
+            "markdown conversion failed (%s); sending plain text",
+            type(exc).__name__,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
         text, ents = markdown, []
     if not text.strip():
         text, ents = markdown, []

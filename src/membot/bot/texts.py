@@ -8,6 +8,10 @@ START = (
 )
 HELP = (
     "Write me anything and I'll answer, keeping the context of our chat.\n\n"
+    "/consult [N] <request> - a consultation: I ask what I need to know, then give one "
+    "complete answer (N rounds, {rounds} by default, at most {max_rounds})\n"
+    "/finish - the consultation's final answer now\n"
+    "/cancel - end the consultation without an answer\n"
     "/summary - what I remember of our earlier conversation\n"
     "/memory - the facts you asked me to keep\n"
     "/reset - forget everything in this chat\n"
@@ -27,9 +31,36 @@ LLM_BUSY = "I'm getting too many requests right now. Please try again in a minut
 LLM_FAILED = "Sorry, I couldn't get an answer right now. Please try again."
 INTERNAL_ERROR = "Sorry, something went wrong on my side. Please try again."
 
+# Consultations. The round labels are Markdown: they follow the model's answer.
+ROUND = "_Round {round} of {max_rounds}_"
+ROUND_FINAL = "_Round {round} of {max_rounds}: the consultation is complete._"
+CONSULT_USAGE = (
+    "Tell me what the consultation is about: /consult [N] <request>, e.g. "
+    '"/consult 3 help me plan a week in Rome". N is the number of rounds ({rounds} if omitted).'
+)
+CONSULT_BAD_ROUNDS = "The number of rounds must be from 1 to {max_rounds}."
+CONSULT_IN_PROGRESS = (
+    "A consultation is already in progress (round {round} of {max_rounds} is next). "
+    "Answer my questions, /finish for the final answer now, or /cancel it."
+)
+NOT_CONSULTING = "There is no consultation in progress. Start one with /consult <request>."
+CONSULT_CANCELLED = (
+    "Consultation cancelled in round {round} of {max_rounds}, without a final answer. "
+    "We're back to a normal chat."
+)
+CONSULT_GOES_ON = (
+    "The consultation goes on: round {round} of {max_rounds} is next (/finish, /cancel)."
+)
+CONSULT_ENDED_BY_RESET = "The consultation in progress has ended too."
+# What the user "says" when they ask for the final answer with /finish (stored as such).
+FINISH_REQUEST = "Please give me your final answer now."
+
 COMMANDS = [
     ("start", "Say hello"),
     ("help", "What I can do"),
+    ("consult", "A consultation: questions first, then one full answer"),
+    ("finish", "The consultation's final answer now"),
+    ("cancel", "End the consultation without an answer"),
     ("summary", "What I remember of our earlier chat"),
     ("memory", "Facts I keep for you"),
     ("reset", "Forget this chat"),

@@ -41,6 +41,36 @@ class LLMResponse:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """Per-call knobs; the defaults send exactly what a plain call sends.
+
+    ``model`` overrides the client's model for this call. ``response_format`` goes on the
+    wire verbatim. ``require_parameters`` asks OpenRouter to route only to providers that
+    honour every parameter sent (otherwise they may silently drop ``response_format``).
+    ``web_search`` lets the model search the web on OpenRouter's side.
+    """
+
+    model: str | None = None
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    require_parameters: bool = False
+    web_search: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+
+
+_NO_OPTIONS = CallOptions()
+#: OpenRouter's server-side web search, run by OpenRouter within the one completion.
+WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
+#: The older form of the same thing, for models whose providers refuse server tools.
+WEB_PLUGIN: dict[str, Any] = {"id": "web"}
+# Statuses with which a provider refuses a request for carrying a tool type it does not know.
+_SERVER_TOOL_REFUSALS = frozenset({400, 404, 422})
+
+
 class ChatModel(Protocol):
     """What the agent and the summarizer need from a model: one non-streaming completion."""
 
@@ -51,6 +81,7 @@ class ChatModel(Protocol):
         purpose: str = "chat",
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
+        options: CallOptions | None = None,
     ) -> LLMResponse: ...
 
     async def close(self) -> None: ...
@@ -78,6 +109,8 @@ class OpenAIChatModel:
         retries: int = 0,
     ) -> None:
         self.model = model
+        # Models whose provider refused the web search server tool: they get the plugin.
+        self._plugin_search_models: set[str] = set()
         self._client = AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
@@ -95,46 +128,20 @@ class OpenAIChatModel:
         purpose: str = "chat",
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
+        options: CallOptions | None = None,
     ) -> LLMResponse:
+        opts = options or _NO_OPTIONS
+        model = opts.model or self.model
         started = time.perf_counter()
-        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
-        if tools:
-            body["tools"] = list(tools)
-            if tool_choice:
-                body["tool_choice"] = tool_choice
+        request = _Request(model, list(messages), list(tools or ()), tool_choice, opts)
         try:
-            # The same request `chat.completions.create` sends, with the same retries,
-            # timeouts and errors, minus its walk of the body through the SDK's TypedDicts:
-            # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
-            completion = await self._client.post(
-                "/chat/completions", body=body, cast_to=ChatCompletion
-            )
-        except openai.APITimeoutError as exc:
-            if _refused(exc):
-                self._log_failure(purpose, started, "connection error")
-                raise LLMUnavailable("cannot reach the provider") from None
-            self._log_failure(purpose, started, "timeout")
-            raise LLMTimeout("the model did not answer in time") from None
-        except openai.RateLimitError as exc:
-            self._log_failure(purpose, started, f"http {exc.status_code}")
-            raise LLMRateLimited("rate limited by the provider", status=exc.status_code) from None
-        except openai.InternalServerError as exc:
-            self._log_failure(purpose, started, f"http {exc.status_code}")
-            raise LLMUnavailable("the provider failed", status=exc.status_code) from None
-        except openai.APIStatusError as exc:
-            self._log_failure(purpose, started, f"http {exc.status_code}")
-            raise LLMRejected("the provider refused the request", status=exc.status_code) from None
-        except openai.APIConnectionError:
-            self._log_failure(purpose, started, "connection error")
-            raise LLMUnavailable("cannot reach the provider") from None
+            completion = await self._post_with_fallback(purpose, request)
         except openai.OpenAIError as exc:
-            # Malformed bodies and the like: still the provider's fault, still not a crash.
-            self._log_failure(purpose, started, type(exc).__name__)
-            raise LLMUnavailable("unusable reply from the provider") from None
+            raise self._failure(purpose, model, started, exc) from None
 
         elapsed = time.perf_counter() - started
         if not completion.choices:
-            self._log_failure(purpose, started, "no choices")
+            self._log_failure(purpose, model, started, "no choices")
             raise LLMUnavailable("the provider returned no choices")
         choice = completion.choices[0]
         usage = Usage(
@@ -144,10 +151,13 @@ class OpenAIChatModel:
         tool_calls = tuple(
             tc.model_dump(exclude_none=True) for tc in choice.message.tool_calls or ()
         )
+        # OpenRouter reports the model that answered (a router such as openrouter/auto
+        # resolves to a concrete one); that is the one worth logging.
+        answered_by = completion.model or model
         log.info(
             "llm %s: model=%s status=ok duration=%.3fs tokens=%d+%d finish=%s",
             purpose,
-            completion.model or self.model,
+            answered_by,
             elapsed,
             usage.prompt_tokens,
             usage.completion_tokens,
@@ -156,22 +166,122 @@ class OpenAIChatModel:
         return LLMResponse(
             content=choice.message.content or "",
             tool_calls=tool_calls,
-            model=completion.model or self.model,
+            model=answered_by,
             finish_reason=choice.finish_reason,
             usage=usage,
         )
 
-    def _log_failure(self, purpose: str, started: float, status: str) -> None:
+    async def _post_with_fallback(self, purpose: str, request: _Request) -> ChatCompletion:
+        """Send ``request``; if its web search server tool is refused, once more with the
+        plugin instead, and use the plugin for that model from then on."""
+        plugin = request.model in self._plugin_search_models
+        try:
+            return await self._post(request.body(web_plugin=plugin))
+        except openai.APIStatusError as exc:
+            tried_server_tool = request.options.web_search and not plugin
+            if not tried_server_tool or exc.status_code not in _SERVER_TOOL_REFUSALS:
+                raise
+            log.warning(
+                "llm %s: model=%s refused the web search tool (http %d); retrying with the plugin",
+                purpose,
+                request.model,
+                exc.status_code,
+            )
+        completion = await self._post(request.body(web_plugin=True))
+        # Remembered only now: had the retry failed too, the refusal was about something else.
+        self._plugin_search_models.add(request.model)
+        return completion
+
+    async def _post(self, body: dict[str, Any]) -> ChatCompletion:
+        # The same request `chat.completions.create` sends, with the same retries,
+        # timeouts and errors, minus its walk of the body through the SDK's TypedDicts:
+        # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
+        return await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+
+    def _failure(
+        self, purpose: str, model: str, started: float, exc: openai.OpenAIError
+    ) -> LLMError:
+        """Log a failed call and say what it means for the turn."""
+        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+            self._log_failure(purpose, model, started, "timeout")
+            return LLMTimeout("the model did not answer in time")
+        if isinstance(exc, openai.APIConnectionError):  # includes refused connects
+            self._log_failure(purpose, model, started, "connection error")
+            return LLMUnavailable("cannot reach the provider")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            self._log_failure(purpose, model, started, f"http {status}")
+            if isinstance(exc, openai.RateLimitError):
+                return LLMRateLimited("rate limited by the provider", status=status)
+            if isinstance(exc, openai.InternalServerError):
+                return LLMUnavailable("the provider failed", status=status)
+            return LLMRejected(
+                "the provider refused the request", status=status, reason=_provider_reason(exc)
+            )
+        # Malformed bodies and the like: still the provider's fault, still not a crash.
+        self._log_failure(purpose, model, started, type(exc).__name__)
+        return LLMUnavailable("unusable reply from the provider")
+
+    def _log_failure(self, purpose: str, model: str, started: float, status: str) -> None:
         log.error(
             "llm %s: model=%s status=%s duration=%.3fs",
             purpose,
-            self.model,
+            model,
             status,
             time.perf_counter() - started,
         )
 
     async def close(self) -> None:
         await self._client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One call's inputs; ``body`` renders them as OpenRouter's JSON."""
+
+    model: str
+    messages: list[ChatMessage]
+    tools: list[dict[str, Any]]
+    tool_choice: str | None
+    options: CallOptions
+
+    def body(self, *, web_plugin: bool) -> dict[str, Any]:
+        opts = self.options
+        body: dict[str, Any] = {"model": self.model, "messages": self.messages}
+        tools = list(self.tools)
+        # tool_choice steers function calls only; without function tools it means nothing.
+        if tools and self.tool_choice:
+            body["tool_choice"] = self.tool_choice
+        if opts.web_search and not web_plugin:
+            tools.append(WEB_SEARCH_TOOL)
+        if tools:
+            body["tools"] = tools
+        if opts.web_search and web_plugin:
+            body["plugins"] = [WEB_PLUGIN]
+        if opts.max_tokens is not None:
+            body["max_tokens"] = opts.max_tokens
+        if opts.response_format is not None:
+            body["response_format"] = opts.response_format
+        if opts.require_parameters:
+            body["provider"] = {"require_parameters": True}
+        return body
+
+
+def _provider_reason(exc: openai.APIStatusError) -> str:
+    """The provider's own explanation of an error answer. The SDK keeps the JSON ``error``
+    object as ``body``; OpenRouter puts an upstream provider's words in ``metadata.raw``."""
+    body = exc.body
+    if isinstance(body, str):
+        return body
+    if not isinstance(body, dict):
+        return exc.message
+    message = body.get("message")
+    reason = message if isinstance(message, str) and message else exc.message
+    metadata = body.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if isinstance(raw, str) and raw and raw not in reason:
+        reason = f"{reason}: {raw}"
+    return reason
 
 
 def _refused(exc: BaseException) -> bool:
@@ -186,4 +296,12 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-__all__ = ["ChatMessage", "ChatModel", "LLMError", "LLMResponse", "OpenAIChatModel", "Usage"]
+__all__ = [
+    "CallOptions",
+    "ChatMessage",
+    "ChatModel",
+    "LLMError",
+    "LLMResponse",
+    "OpenAIChatModel",
+    "Usage",
+]

@@ -4,12 +4,32 @@
     ├── LLMTimeout          no answer within LLM_TIMEOUT (after retries, if enabled)
     ├── LLMRateLimited      429 from the provider
     ├── LLMUnavailable      5xx, connection failures, or a reply with no usable choice
-    └── LLMRejected         the provider refused the request (4xx: auth, bad model, ...)
+    ├── LLMRejected         the provider refused the request (4xx: auth, bad model, ...);
+    │                       the provider's own explanation is on `.reason`
+    └── LLMInvalidOutput    the model's reply did not match the requested output format
+                            even after one repair request (what was wrong: `.reason`)
 
-None of them carry message text; all are safe to log.
+None of them carry message text in str(); all are safe to log. The `.reason` attributes
+are the provider's text or a check of the model's reply, either of which may quote
+messages, so they live on the attribute only.
 """
 
 from __future__ import annotations
+
+import re
+
+#: Longest provider reason / validation reason we keep: enough to act on, short enough to log.
+REASON_CHARS = 300
+
+_SPACES = re.compile(r"\s+")
+
+
+def clip_reason(text: str, limit: int = REASON_CHARS) -> str:
+    """``text`` on one line (runs of whitespace collapsed) and at most ``limit`` characters."""
+    flat = _SPACES.sub(" ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    return flat[: limit - 1].rstrip() + "…"
 
 
 class LLMError(Exception):
@@ -35,4 +55,21 @@ class LLMUnavailable(LLMError):
 
 
 class LLMRejected(LLMError):
-    pass
+    """The provider said no. ``reason`` is what it said (collapsed, at most 300 characters)."""
+
+    reason: str = ""
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message, status=status)
+        self.reason = clip_reason(reason)
+
+
+class LLMInvalidOutput(LLMError):
+    """The model's reply did not match the requested output format even after one repair
+    request. ``reason`` says what was wrong with the last reply; it may quote the reply."""
+
+    reason: str = ""
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = clip_reason(reason)

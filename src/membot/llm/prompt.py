@@ -48,19 +48,43 @@ class PromptBuilder:
         facts: Sequence[str] = (),
         extra_system: Sequence[str] = (),
     ) -> list[ChatMessage]:
-        history = drop_unpaired(history)
-        sections = [self.system_prompt, *extra_system]
+        window = self.window(history, group=group)
+        system = self.build_system(
+            summary=summary,
+            has_history=bool(window),
+            group=group,
+            facts=facts,
+            extra_system=extra_system,
+        )
+        return [system, *window, to_chat_message(new, group=group)]
+
+    def build_system(
+        self,
+        *,
+        summary: str,
+        has_history: bool,
+        group: bool = False,
+        facts: Sequence[str] = (),
+        extra_system: Sequence[str] = (),
+        system_prompt: str | None = None,
+    ) -> ChatMessage:
+        """The system message. `system_prompt` replaces SYSTEM_PROMPT (an API session's own
+        prompt); the tools, facts, summary and history sections are added all the same."""
+        base = system_prompt.strip() if system_prompt and system_prompt.strip() else None
+        sections = [base or self.system_prompt, *extra_system]
         if group:
             sections.append(GROUP_NOTE)
         if facts:
             sections.append(FACTS_HEADER + "\n" + "\n".join(f"- {fact}" for fact in facts))
         if summary.strip():
             sections.append(f"{SUMMARY_HEADER}\n{summary.strip()}")
-        sections.append(WITH_HISTORY if history or summary.strip() else NO_HISTORY)
-        messages: list[ChatMessage] = [{"role": "system", "content": "\n\n".join(sections)}]
-        messages.extend(to_chat_message(m, group=group) for m in history)
-        messages.append(to_chat_message(new, group=group))
-        return messages
+        sections.append(WITH_HISTORY if has_history or summary.strip() else NO_HISTORY)
+        return {"role": "system", "content": "\n\n".join(sections)}
+
+    @staticmethod
+    def window(history: Sequence[Message], *, group: bool = False) -> list[ChatMessage]:
+        """The recent messages as the model sees them, without torn tool exchanges."""
+        return [to_chat_message(m, group=group) for m in drop_unpaired(history)]
 
 
 def to_chat_message(message: Message, *, group: bool = False) -> ChatMessage:

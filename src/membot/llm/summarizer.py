@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
+from membot.ids import ConversationId
 from membot.llm.client import ChatModel
 from membot.llm.errors import LLMError
 from membot.memory.base import ChatRepository
@@ -33,7 +34,7 @@ class HistoryCompressor(Protocol):
 
     def due(self, messages_total: int, summarized_upto: int) -> bool: ...
 
-    async def maybe_summarize(self, chat_id: int) -> bool: ...
+    async def maybe_summarize(self, cid: ConversationId) -> bool: ...
 
 
 class Summarizer:
@@ -55,9 +56,9 @@ class Summarizer:
     def due(self, messages_total: int, summarized_upto: int) -> bool:
         return messages_total - summarized_upto >= self.every
 
-    async def maybe_summarize(self, chat_id: int) -> bool:
+    async def maybe_summarize(self, cid: ConversationId) -> bool:
         """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did."""
-        meta = await self.repository.get_meta(chat_id)
+        meta = await self.repository.get_meta(cid)
         if not self.due(meta.messages_total, meta.summarized_upto):
             return False
         cap = self.every * MAX_BLOCK_FACTOR
@@ -65,14 +66,14 @@ class Summarizer:
             # Oldest first, so nothing is skipped: the rest stays due, and the next turn's
             # summary carries on from where this one stops.
             log.warning(
-                "chat %s: %d messages await a summary; summarizing the oldest %d",
-                chat_id,
+                "%s: %d messages await a summary; summarizing the oldest %d",
+                cid,
                 meta.unsummarized,
                 cap,
             )
         block: list[Message] = []
         async with contextlib.aclosing(
-            self.repository.iter_messages(chat_id, after_seq=meta.summarized_upto)
+            self.repository.iter_messages(cid, after_seq=meta.summarized_upto)
         ) as messages:
             async for message in messages:
                 block.append(message)
@@ -80,22 +81,26 @@ class Summarizer:
                     break
         if not block:
             return False
-        previous = await self.repository.get_summary(chat_id)
+        previous = await self.repository.get_summary(cid)
         try:
             response = await self.model.complete(
                 self.build_messages(previous, block), purpose="summary"
             )
         except LLMError as exc:
-            log.error("chat %s: summary failed (%s); will retry at a later turn", chat_id, exc)
+            log.error("%s: summary failed (%s); will retry at a later turn", cid, exc)
             return False
         text = response.content.strip()
         if not text:
-            log.error("chat %s: summary came back empty; will retry at a later turn", chat_id)
+            log.error("%s: summary came back empty; will retry at a later turn", cid)
             return False
-        await self.repository.save_summary(chat_id, text, block[0].seq, block[-1].seq)
+        saved = await self.repository.save_summary(
+            cid, text, block[0].seq, block[-1].seq, meta.generation
+        )
+        if not saved:
+            return False
         log.info(
-            "chat %s: summary %s for messages %d-%d",
-            chat_id,
+            "%s: summary %s for messages %d-%d",
+            cid,
             "merged" if previous else "created",
             block[0].seq,
             block[-1].seq,

@@ -5,33 +5,45 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol, runtime_checkable
 
-from membot.memory.models import ChatContext, ChatMeta, Message
+from membot.ids import ConversationId
+from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message
 
 
 @runtime_checkable
 class ChatRepository(Protocol):
-    """A chat's memory: an append-only message archive, a rolling summary and meta.
+    """A conversation's memory: an append-only message archive, a rolling summary, facts,
+    meta and the conversation's state.
 
-    Chat ids are integers (Telegram's); a backend derives every key or path from them alone.
-    All methods are safe to call concurrently for the same chat from one process.
+    Conversations are named by `ConversationId`; a backend derives every key or path from
+    it alone (`ConversationId.relative_path()`, `str(cid)`). All methods are safe to call
+    concurrently for the same conversation from one process.
     """
 
-    async def tail(self, chat_id: int, limit: int) -> list[Message]:
+    async def tail(self, cid: ConversationId, limit: int) -> list[Message]:
         """The last `limit` messages, oldest first. Cost must not grow with the archive."""
         ...
 
-    async def context(self, chat_id: int, limit: int) -> ChatContext:
-        """The last `limit` messages, the summary and meta, read together for one turn."""
+    async def context(self, cid: ConversationId, limit: int) -> ChatContext:
+        """The last `limit` messages, the summary, facts and meta, read together for a turn."""
         ...
 
-    async def append(self, chat_id: int, messages: Sequence[Message]) -> list[Message]:
+    async def append(
+        self,
+        cid: ConversationId,
+        messages: Sequence[Message],
+        state: ConversationState | None = None,
+    ) -> list[Message]:
         """Durably append messages as one unit; return them with their assigned `seq`.
 
-        When this returns, the messages survive a crash of the process.
+        `state`, when given, becomes the conversation's state in the same step: either the
+        turn and its state are both kept, or neither. When this returns, both survive a
+        crash of the process.
         """
         ...
 
-    def iter_messages(self, chat_id: int, after_seq: int = 0) -> AsyncGenerator[Message, None]:
+    def iter_messages(
+        self, cid: ConversationId, after_seq: int = 0
+    ) -> AsyncGenerator[Message, None]:
         """Stored messages with `seq > after_seq`, oldest first (archive search, export).
 
         Streams, never loads the archive; finding `after_seq` must not read everything before it.
@@ -39,36 +51,45 @@ class ChatRepository(Protocol):
         """
         ...
 
-    async def get_summary(self, chat_id: int) -> str:
+    async def get_summary(self, cid: ConversationId) -> str:
         """The current summary, or "" when there is none."""
         ...
 
-    async def save_summary(self, chat_id: int, text: str, covers_from: int, covers_to: int) -> None:
-        """Replace the summary atomically, log it, and mark messages up to `covers_to` covered."""
+    async def save_summary(
+        self, cid: ConversationId, text: str, covers_from: int, covers_to: int, generation: str
+    ) -> bool:
+        """Replace the summary atomically, log it, and mark messages up to `covers_to`
+        covered; only if the conversation is still in `generation` (not reset since the
+        summarizer read it). False when the summary was dropped."""
         ...
 
-    async def get_meta(self, chat_id: int) -> ChatMeta:
-        """Counters, timestamps and settings; a fresh ChatMeta for an unknown chat."""
+    async def get_meta(self, cid: ConversationId) -> ChatMeta:
+        """Counters, timestamps, generation and state; a fresh ChatMeta for an unknown one."""
         ...
 
-    async def update_settings(self, chat_id: int, **settings: object) -> ChatMeta:
-        """Merge per-chat settings into meta (None removes a key)."""
+    async def set_state(self, cid: ConversationId, state: ConversationState) -> ChatMeta:
+        """Change the conversation's state outside a turn (a cancelled consultation)."""
         ...
 
-    async def get_facts(self, chat_id: int) -> list[str]:
+    async def get_facts(self, cid: ConversationId) -> list[str]:
         """The long-term facts the user asked the bot to keep, oldest first."""
         ...
 
-    async def add_fact(self, chat_id: int, fact: str) -> bool:
-        """Keep a fact; False when an identical fact (ignoring case) is already kept."""
+    async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
+        """Keep a fact; False when an identical fact (ignoring case) is already kept, None
+        when `limit` facts are kept already. The check and the write are one step."""
         ...
 
-    async def remove_facts(self, chat_id: int, facts: Sequence[str]) -> list[str]:
+    async def remove_facts(self, cid: ConversationId, facts: Sequence[str]) -> list[str]:
         """Drop these exact facts; return the ones that were removed."""
         ...
 
-    async def reset(self, chat_id: int) -> None:
-        """Forget everything about the chat: messages, summary, meta and facts."""
+    async def conversations(self, namespace: str) -> list[ConversationId]:
+        """Every stored conversation of a namespace (the session sweep walks these)."""
+        ...
+
+    async def reset(self, cid: ConversationId) -> None:
+        """Forget everything about the conversation: messages, summary, meta, state, facts."""
         ...
 
     async def close(self) -> None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from membot.ids import ConversationId
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
@@ -45,6 +48,9 @@ class Message:
     tg_message_id: int | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     tool_call_id: str | None = None
+    # The conversation's state as this turn left it, on the turn's last message only when the
+    # turn changed it: written by the same append as the turn, so the two cannot part.
+    state: ConversationState | None = None
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
@@ -55,6 +61,8 @@ class Message:
                 data[key] = value
         if self.tool_calls:
             data["tool_calls"] = list(self.tool_calls)
+        if self.state is not None:
+            data["state"] = self.state.to_dict()
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
@@ -74,6 +82,7 @@ class Message:
                 tg_message_id=_opt_int(data.get("tg_message_id")),
                 tool_calls=tuple(data.get("tool_calls") or ()),
                 tool_call_id=data.get("tool_call_id"),
+                state=ConversationState.from_dict(data["state"]) if "state" in data else None,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
@@ -87,54 +96,171 @@ def _opt_iso(ts: datetime | None) -> str | None:
     return iso(ts) if ts else None
 
 
+Mode = Literal["chat", "consultation"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """What an HTTP API session's first request fixed for all its rounds."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+    max_tokens: int | None = None
+    output_format: Literal["text", "json"] = "text"
+    output_schema: dict[str, Any] | None = None
+    disable_search: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "max_tokens": self.max_tokens,
+            "output_format": self.output_format,
+            "output_schema": self.output_schema,
+            "disable_search": self.disable_search,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
+        output_format: Literal["text", "json"] = "json" if data.get("output_format") == "json" else "text"
+        schema = data.get("output_schema")
+        return cls(
+            model=_opt_str(data.get("model")),
+            system_prompt=_opt_str(data.get("system_prompt")),
+            max_tokens=_opt_int(data.get("max_tokens")),
+            output_format=output_format,
+            output_schema=dict(schema) if schema is not None else None,
+            disable_search=bool(data.get("disable_search", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    """Where the conversation stands: plain chat, or a consultation of `max_rounds` rounds.
+
+    `round` counts the answered rounds of the current (or, in chat mode, the last)
+    consultation; `complete` says the last one ended with its final answer. `session` is set
+    for HTTP API sessions only.
+    """
+
+    mode: Mode = "chat"
+    round: int = 0
+    max_rounds: int = 0
+    initial_request: str = ""
+    complete: bool = False
+    session: SessionConfig | None = None
+
+    @property
+    def consulting(self) -> bool:
+        return self.mode == "consultation"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "mode": self.mode,
+            "round": self.round,
+            "max_rounds": self.max_rounds,
+            "initial_request": self.initial_request,
+            "complete": self.complete,
+        }
+        if self.session is not None:
+            data["session"] = self.session.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConversationState:
+        mode = data.get("mode", "chat")
+        if mode not in ("chat", "consultation"):
+            raise ValueError("bad conversation mode")
+        session = data.get("session")
+        return cls(
+            mode=mode,
+            round=int(data.get("round", 0)),
+            max_rounds=int(data.get("max_rounds", 0)),
+            initial_request=str(data.get("initial_request", "")),
+            complete=bool(data.get("complete", False)),
+            session=SessionConfig.from_dict(session) if session is not None else None,
+        )
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 @dataclass(slots=True)
 class ChatMeta:
-    """meta.json: counters, timestamps and the chat's settings."""
+    """meta.json: counters, timestamps, the generation and the conversation's state.
 
-    chat_id: int
+    `generation` names one life of the conversation: it is made at its first write and a
+    reset ends it, so a summary made for an earlier life is recognised and dropped.
+    `state_seq` is the archive position the state was written at: a turn's state also rides
+    on the turn's last message, and wins over meta when it is newer (a crash between the
+    append and the meta write).
+    """
+
+    conversation: ConversationId
     messages_total: int = 0
     summarized_upto: int = 0  # seq of the last message the current summary covers
     summaries_made: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
     last_summary_at: datetime | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    generation: str = ""
+    state: ConversationState = field(default_factory=ConversationState)
+    state_seq: int = 0
 
     @property
     def unsummarized(self) -> int:
         return max(0, self.messages_total - self.summarized_upto)
 
+    def adopt_turn_state(self, last: Message | None) -> None:
+        """Take the state carried by the archive's last message if meta missed it."""
+        if last is not None and last.state is not None and last.seq > self.state_seq:
+            self.state = last.state
+            self.state_seq = last.seq
+
     def to_dict(self) -> dict[str, Any]:
         # Spelled out rather than dataclasses.asdict, which deep-copies every field: this
         # runs once per turn.
         return {
-            "chat_id": self.chat_id,
+            "conversation": str(self.conversation),
             "messages_total": self.messages_total,
             "summarized_upto": self.summarized_upto,
             "summaries_made": self.summaries_made,
             "created_at": _opt_iso(self.created_at),
             "updated_at": _opt_iso(self.updated_at),
             "last_summary_at": _opt_iso(self.last_summary_at),
-            "settings": dict(self.settings),
-            "version": 1,
+            "generation": self.generation,
+            "state": self.state.to_dict(),
+            "state_seq": self.state_seq,
+            "version": 2,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChatMeta:
+    def from_dict(cls, data: dict[str, Any], conversation: ConversationId) -> ChatMeta:
+        """Read meta.json; the conversation id comes from where it was found, not from it."""
+
         def ts(key: str) -> datetime | None:
             value = data.get(key)
             return parse_iso(value) if value else None
 
         try:
+            created_at = ts("created_at")
+            # Version 1 had no generation: its creation time names that life well enough.
+            generation = str(data.get("generation") or "")
+            if not generation and created_at is not None:
+                generation = f"legacy-{iso(created_at)}"
+            state = data.get("state")
             return cls(
-                chat_id=int(data["chat_id"]),
+                conversation=conversation,
                 messages_total=int(data.get("messages_total", 0)),
                 summarized_upto=int(data.get("summarized_upto", 0)),
                 summaries_made=int(data.get("summaries_made", 0)),
-                created_at=ts("created_at"),
+                created_at=created_at,
                 updated_at=ts("updated_at"),
                 last_summary_at=ts("last_summary_at"),
-                settings=dict(data.get("settings") or {}),
+                generation=generation,
+                state=ConversationState.from_dict(state) if state else ConversationState(),
+                state_seq=int(data.get("state_seq", 0)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
@@ -167,3 +293,8 @@ class ChatContext:
     summary: str
     meta: ChatMeta
     facts: list[str] = field(default_factory=list)
+
+
+def new_generation() -> str:
+    """A fresh name for a new life of a conversation (see ChatMeta.generation)."""
+    return uuid.uuid4().hex

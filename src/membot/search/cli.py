@@ -16,6 +16,7 @@ from pathlib import Path
 from dotenv import dotenv_values
 
 from membot.config import Settings
+from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory import FileRepository
 from membot.memory.models import iso
 from membot.search.index import HistorySearch, SearchHit
@@ -43,14 +44,19 @@ def run_search(
     """Print the best hits for `query` in the chat; the exit status for the shell."""
     # Parsed here, not by argparse, so that a bad id is one line on stderr, not a usage dump.
     try:
-        chat = int(chat_id)
-    except ValueError:
-        print(f"membot search: CHAT_ID must be an integer, not {chat_id!r}", file=sys.stderr)
+        chat = ConversationId.parse(chat_id)
+    except InvalidConversationId:
+        print(
+            "membot search: CHAT_ID must be a Telegram chat id (an integer) or api:<session "
+            f"uuid>, not {chat_id!r}",
+            file=sys.stderr,
+        )
         return 2
     root = resolve_data_dir(data_dir)
     repository = FileRepository(root)
-    if not repository.chat_dir(chat).is_dir():
-        print(f"membot search: no chat {chat} in {root}", file=sys.stderr)
+    if not repository.conversation_dir(chat).is_dir():
+        shown = chat.key if chat.namespace == TELEGRAM else str(chat)
+        print(f"membot search: no chat {shown} in {root}", file=sys.stderr)
         return 2
     hits = asyncio.run(_search(repository, root, chat, query, limit))
     if as_json:
@@ -64,7 +70,7 @@ def run_search(
 
 
 async def _search(
-    repository: FileRepository, root: Path, chat_id: int, query: str, limit: int
+    repository: FileRepository, root: Path, chat_id: ConversationId, query: str, limit: int
 ) -> list[SearchHit]:
     try:
         return await HistorySearch(repository, root).search(chat_id, query, limit=limit)

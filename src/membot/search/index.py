@@ -1,7 +1,7 @@
 """Ranked search over a chat's whole archive: SQLite FTS5 (BM25) over stemmed text.
 
-The index is a cache of messages.txt, never a source of truth: index_root/<chat_id>/
-search.sqlite3 holds the stems (FTS5), the original messages to show, and how far it got.
+The index is a cache of messages.txt, never a source of truth: index_root/<conversation's
+relative path>/search.sqlite3 holds the stems (FTS5), the original messages to show, and how far it got.
 Each search first indexes whatever was appended since, so nothing has to hook into the
 write path; a chat that was reset, or an index that is damaged, is rebuilt from the archive.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
-from membot.memory.files import chat_key
 from membot.memory.models import Message, iso, parse_iso
 from membot.search.text import PREFIXES_COLUMN, STEMS_COLUMN, index_fields, match_expression
 
@@ -96,67 +96,67 @@ class HistorySearch:
         self._root = Path(index_root)
         self._lock = KeyedLocks()
 
-    def index_path(self, chat_id: int) -> Path:
-        # chat_key rejects anything but an int: the path never comes from user text.
-        return self._root / chat_key(chat_id) / INDEX_FILE
+    def index_path(self, cid: ConversationId) -> Path:
+        # A validated id is the only way to a path: it never comes from user text.
+        return self._root / cid.relative_path() / INDEX_FILE
 
-    async def search(self, chat_id: int, query: str, limit: int = 5) -> list[SearchHit]:
+    async def search(self, cid: ConversationId, query: str, limit: int = 5) -> list[SearchHit]:
         """The best `limit` (1..50) messages of the chat for `query`, best first."""
-        path = self.index_path(chat_id)
+        path = self.index_path(cid)
         match = match_expression(query)
         if match is None:
             return []
         limit = max(1, min(int(limit), MAX_LIMIT))
         started = time.perf_counter()
-        async with self._lock(chat_id):
+        async with self._lock(cid):
             try:
-                hits = await self._search_locked(chat_id, path, match, limit)
+                hits = await self._search_locked(cid, path, match, limit)
             except sqlite3.DatabaseError as exc:
                 if not _is_damage(exc):
                     raise
                 log.warning(
-                    "chat %s: search index is damaged (%s); rebuilding it",
-                    chat_id,
+                    "%s: search index is damaged (%s); rebuilding it",
+                    cid,
                     exc.sqlite_errorname,
                 )
                 await asyncio.to_thread(_delete_index, path)
-                hits = await self._search_locked(chat_id, path, match, limit)
+                hits = await self._search_locked(cid, path, match, limit)
         log.debug(
-            "chat %s: search returned %d hits in %.1f ms",
-            chat_id,
+            "%s: search returned %d hits in %.1f ms",
+            cid,
             len(hits),
             (time.perf_counter() - started) * 1000,
         )
         return hits
 
-    async def drop(self, chat_id: int) -> None:
+    async def drop(self, cid: ConversationId) -> None:
         """Delete the chat's index (on reset). Safe when there is none."""
-        path = self.index_path(chat_id)
-        async with self._lock(chat_id):
+        path = self.index_path(cid)
+        async with self._lock(cid):
             await asyncio.to_thread(_delete_index, path)
 
     async def _search_locked(
-        self, chat_id: int, path: Path, match: str, limit: int
+        self, cid: ConversationId, path: Path, match: str, limit: int
     ) -> list[SearchHit]:
-        meta = await self._repository.get_meta(chat_id)
+        meta = await self._repository.get_meta(cid)
         if meta.messages_total == 0:
             # Nothing stored (never, or since a reset): nothing to find, and no index file
             # should bring an unknown chat's directory into existence.
             await asyncio.to_thread(_delete_index, path)
             return []
-        # created_at changes when a reset chat starts again: the old index is of a dead past.
-        generation = iso(meta.created_at) if meta.created_at else ""
-        last_seq = await asyncio.to_thread(_prepare, path, chat_id, generation, meta.messages_total)
+        # A reset conversation starts a new generation: the old index is of a dead past.
+        generation = meta.generation
+        last_seq = await asyncio.to_thread(_prepare, path, cid, generation, meta.messages_total)
         if last_seq < meta.messages_total:
             # Checked first because even a bisecting seek into a long archive costs a few ms.
-            await self._catch_up(chat_id, path, last_seq)
+            await self._catch_up(cid, path, last_seq)
         return await asyncio.to_thread(_query, path, match, limit)
 
-    async def _catch_up(self, chat_id: int, path: Path, last_seq: int) -> None:
+    async def _catch_up(self, cid: ConversationId, path: Path, last_seq: int) -> None:
         started = time.perf_counter()
         added = 0
         batch: list[Message] = []
-        async for message in self._repository.iter_messages(chat_id, after_seq=last_seq):
+        async for message in self._repository.iter_messages(cid, after_seq=last_seq):
             batch.append(message)
             if len(batch) >= _BATCH:
                 added += await asyncio.to_thread(_insert, path, batch)
@@ -165,8 +165,8 @@ class HistorySearch:
             added += await asyncio.to_thread(_insert, path, batch)
         if added:
             log.debug(
-                "chat %s: indexed %d messages in %.1f ms",
-                chat_id,
+                "%s: indexed %d messages in %.1f ms",
+                cid,
                 added,
                 (time.perf_counter() - started) * 1000,
             )
@@ -214,7 +214,7 @@ def _write(path: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> int:
+def _prepare(path: Path, cid: ConversationId, generation: str, messages_total: int) -> int:
     """Make the index usable for this generation of the chat; return its last indexed seq."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _write(path) as conn:
@@ -225,10 +225,10 @@ def _prepare(path: Path, chat_id: int, generation: str, messages_total: int) -> 
         if row is not None and row[0] == generation and row[1] <= messages_total:
             return int(row[1])
         if row is None:
-            log.info("chat %s: building the search index", chat_id)
+            log.info("%s: building the search index", cid)
         else:
             # Another chat lives under this id now (reset), or the archive got shorter.
-            log.info("chat %s: the archive changed under the search index; rebuilding", chat_id)
+            log.info("%s: the archive changed under the search index; rebuilding", cid)
         conn.execute("DROP TABLE IF EXISTS terms")
         conn.execute("DROP TABLE IF EXISTS messages")
         conn.execute("DROP TABLE IF EXISTS state")

@@ -2,12 +2,13 @@
 
 from aiogram import Router
 
-from membot.bot.handlers import chat, commands, errors, other
+from membot.bot.handlers import chat, commands, consult, errors, other
 
 
 def build_routers() -> list[Router]:
     return [
         commands.build_router(),
+        consult.build_router(),
         chat.build_router(),
         other.build_router(),
         errors.build_router(),

@@ -1,30 +1,40 @@
-"""Text messages: hand them to the agent, render what it says."""
+"""Text messages: hand them to the conversation service, render what it says."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiogram import Bot, F, Router
 from aiogram.types import Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from membot.agent import Agent, Incoming
+from membot.agent import Incoming, TurnResult
 from membot.bot import texts
 from membot.bot.filters import AddressedToBot, strip_mention
 from membot.bot.render import send_markdown, topic_of
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
 
 log = logging.getLogger(__name__)
 
 
 class TelegramSink:
-    """The agent's ReplySink for one Telegram message: Markdown in, rendered parts out."""
+    """The agent's ReplySink for one Telegram message: Markdown in, rendered parts out. The
+    answer of a consultation round carries where the dialog stands ("Round 2 of 3")."""
 
     def __init__(self, bot: Bot, message: Message) -> None:
         self.bot = bot
         self.message = message
 
-    async def send(self, text: str) -> None:
+    async def progress(self, text: str) -> None:
+        await self._send(text)
+
+    async def answer(self, result: TurnResult) -> None:
+        await self._send(result.reply + round_label(result))
+
+    async def _send(self, text: str) -> None:
         group = self.message.chat.type != "private"
         await send_markdown(
             self.bot,
@@ -35,34 +45,52 @@ class TelegramSink:
         )
 
 
+def round_label(result: TurnResult) -> str:
+    plan = result.plan
+    if plan is None:
+        return ""
+    label = texts.ROUND_FINAL if plan.final else texts.ROUND
+    return "\n\n" + label.format(round=plan.round, max_rounds=plan.max_rounds)
+
+
+Turn = Callable[[TelegramSink], Awaitable[TurnResult | None]]
+
+
+async def run_turn(message: Message, bot: Bot, turn: Turn) -> TurnResult | None:
+    """Run a turn with the typing indicator on; a model failure becomes a short apology."""
+    try:
+        async with ChatActionSender.typing(
+            bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
+        ):
+            return await turn(TelegramSink(bot, message))
+    except LLMError as exc:
+        log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
+        await message.answer(texts.LLM_BUSY if isinstance(exc, LLMRateLimited) else texts.LLM_FAILED)
+        return None
+
+
 def build_router() -> Router:
     router = Router(name="chat")
 
     @router.message(F.text, AddressedToBot())
-    async def on_text(message: Message, bot: Bot, agent: Agent) -> None:
+    async def on_text(message: Message, bot: Bot, service: ConversationService) -> None:
         incoming = await to_incoming(message, bot)
-        try:
-            async with ChatActionSender.typing(
-                bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
-            ):
-                await agent.respond(incoming, TelegramSink(bot, message))
-        except LLMError as exc:
-            log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
-            await message.answer(
-                texts.LLM_BUSY if isinstance(exc, LLMRateLimited) else texts.LLM_FAILED
-            )
+        await run_turn(message, bot, lambda sink: service.say(incoming, sink))
 
     return router
 
 
-async def to_incoming(message: Message, bot: Bot) -> Incoming:
+async def to_incoming(message: Message, bot: Bot, text: str | None = None) -> Incoming:
+    """The message as the core sees it; `text` replaces the message's own (a command's
+    argument)."""
     group = message.chat.type != "private"
-    text = message.text or ""
-    if group:
-        text = strip_mention(text, (await bot.me()).username)
+    if text is None:
+        text = message.text or ""
+        if group:
+            text = strip_mention(text, (await bot.me()).username)
     user = message.from_user
     return Incoming(
-        chat_id=message.chat.id,
+        conversation=ConversationId.telegram(message.chat.id),
         text=text,
         user_id=user.id if user else None,
         name=user.full_name if user else None,

@@ -26,7 +26,8 @@ def build_router() -> Router:
             event.update.update_id,
             chat,
             type(event.exception).__name__,
-            exc_info=event.exception,
+            # A traceback's frames and message may quote what the user wrote: DEBUG only.
+            exc_info=event.exception if log.isEnabledFor(logging.DEBUG) else None,
         )
         if message is not None:
             # The chat may be unreachable (blocked bot, network); then there is nobody to tell.

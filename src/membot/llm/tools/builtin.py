@@ -38,7 +38,7 @@ async def search_history(
     """
     if ctx.search is None:
         raise ToolError("the archive search is not available")
-    hits = await ctx.search.search(ctx.chat_id, query, limit=limit)
+    hits = await ctx.search.search(ctx.conversation, query, limit=limit)
     return format_hits(hits)
 
 
@@ -56,11 +56,10 @@ async def remember(
     fact = " ".join(fact.split())
     if not fact:
         raise ToolError("the fact is empty")
-    if len(await ctx.repository.get_facts(ctx.chat_id)) >= MAX_FACTS:
+    added = await ctx.repository.add_fact(ctx.conversation, fact, MAX_FACTS)
+    if added is None:
         raise ToolError(f"{MAX_FACTS} facts are already kept; forget some first")
-    if await ctx.repository.add_fact(ctx.chat_id, fact):
-        return f"Remembered: {fact}"
-    return f"Already remembered: {fact}"
+    return f"Remembered: {fact}" if added else f"Already remembered: {fact}"
 
 
 @builtin.tool
@@ -75,14 +74,14 @@ async def forget(
             containing them is dropped).
     """
     wanted = " ".join(fact.split()).casefold()
-    facts = await ctx.repository.get_facts(ctx.chat_id)
+    facts = await ctx.repository.get_facts(ctx.conversation)
     matches = [f for f in facts if f.casefold() == wanted] or [
         f for f in facts if wanted in f.casefold()
     ]
     if not matches:
         kept = "; ".join(facts) if facts else "none"
         raise ToolError(f"no remembered fact matches {fact!r}. Kept facts: {kept}")
-    removed = await ctx.repository.remove_facts(ctx.chat_id, matches)
+    removed = await ctx.repository.remove_facts(ctx.conversation, matches)
     return "Forgot: " + "; ".join(removed)
 
 
@@ -120,5 +119,29 @@ async def calculate(expression: Annotated[str, Field(min_length=1, max_length=50
     except CalcError as exc:
         raise ToolError(str(exc)) from None
 
+
+@builtin.tool
+async def start_consultation(
+    ctx: ToolContext,
+    request: Annotated[str, Field(min_length=1, max_length=4000)],
+    rounds: int | None = None,
+) -> str:
+    """Switch this chat into a consultation: a short dialog of a few rounds in which you
+    first ask the user clarifying questions and then give one complete, structured answer.
+    Use it when the request is broad or depends on details you do not know yet (a plan, a
+    recommendation, a choice between options). Write a short sentence to the user beside
+    the call; after the call, ask your questions for round 1.
+
+    Args:
+        request: The user's request the consultation must answer, in their words.
+        rounds: How many rounds, the final answer included (default: the bot's setting).
+    """
+    if ctx.consultation is None:
+        raise ToolError("a consultation cannot be started now")
+    return ctx.consultation.start(" ".join(request.split()), rounds)
+
+
+# Offered in plain chat only: a consultation in progress cannot start another.
+CONSULTATION_TOOL = "start_consultation"
 
 BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(builtin.names())

@@ -102,28 +102,39 @@ class ToolExecutor:
         self.timeout = timeout
         self.max_result_chars = max_result_chars
 
-    async def run(self, calls: Sequence[ToolCall], ctx: ToolContext) -> list[ToolResult]:
-        """Run all calls at once; results come back in the order of the calls."""
-        return list(await asyncio.gather(*(self.run_one(call, ctx) for call in calls)))
+    async def run(
+        self,
+        calls: Sequence[ToolCall],
+        ctx: ToolContext,
+        registry: ToolRegistry | None = None,
+    ) -> list[ToolResult]:
+        """Run all calls at once; results come back in the order of the calls. `registry`
+        narrows what may be called in this round (a subset of the executor's)."""
+        offered = registry if registry is not None else self.registry
+        return list(await asyncio.gather(*(self.run_one(call, ctx, offered) for call in calls)))
 
-    async def run_one(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    async def run_one(
+        self, call: ToolCall, ctx: ToolContext, registry: ToolRegistry | None = None
+    ) -> ToolResult:
         started = time.perf_counter()
-        ok, content = await self._execute(call, ctx)
+        ok, content = await self._execute(call, ctx, registry or self.registry)
         log.info(
-            "tool %s: chat=%s status=%s duration=%.3fs",
+            "tool %s: conversation=%s status=%s duration=%.3fs",
             call.name or "?",
-            ctx.chat_id,
+            ctx.conversation,
             "ok" if ok else "error",
             time.perf_counter() - started,
         )
         return ToolResult(call=call, content=self._cap(content), ok=ok)
 
-    async def _execute(self, call: ToolCall, ctx: ToolContext) -> tuple[bool, str]:
+    async def _execute(
+        self, call: ToolCall, ctx: ToolContext, registry: ToolRegistry
+    ) -> tuple[bool, str]:
         if call.error is not None:
             return False, f"Error: {call.error}"
-        tool = self.registry.get(call.name)
+        tool = registry.get(call.name)
         if tool is None:
-            available = ", ".join(self.registry.names()) or "none"
+            available = ", ".join(registry.names()) or "none"
             return False, f"Unknown tool: {call.name or '(no name)'}. Available tools: {available}."
         try:
             raw = json.loads(call.arguments) if call.arguments.strip() else {}

@@ -20,11 +20,12 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 if TYPE_CHECKING:
+    from membot.ids import ConversationId
     from membot.memory.base import ChatRepository
     from membot.search import HistorySearch
 
@@ -41,9 +42,19 @@ class ToolError(Exception):
 class ToolContext:
     """What a tool may know about the turn it runs in."""
 
-    chat_id: int
+    conversation: ConversationId
     repository: ChatRepository
     search: HistorySearch | None = None
+    # Set while the turn may switch the conversation into a consultation (chat mode only).
+    consultation: ConsultationSwitch | None = None
+
+
+class ConsultationSwitch(Protocol):
+    """The turn's handle for `start_consultation`: the switch is committed with the turn."""
+
+    def start(self, request: str, rounds: int | None) -> str:
+        """Record the switch; the text is the tool's result for the model."""
+        ...
 
 
 ToolFunc = Callable[..., Awaitable[Any]]

@@ -1,0 +1,69 @@
+"""/consult, /finish, /cancel: consultations in Telegram. The dialog itself is the core's."""
+
+from __future__ import annotations
+
+from aiogram import Bot, Router
+from aiogram.filters import Command, CommandObject
+from aiogram.types import Message
+
+from membot.bot import texts
+from membot.bot.handlers.chat import run_turn, to_incoming
+from membot.config import Settings
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
+
+
+def parse_consult(args: str | None) -> tuple[int | None, str]:
+    """`/consult [N] <request>`: the rounds asked for (None: the default) and the request."""
+    words = (args or "").strip().split(maxsplit=1)
+    if words and words[0].lstrip("+-").isdigit():
+        return int(words[0]), words[1].strip() if len(words) > 1 else ""
+    return None, (args or "").strip()
+
+
+def build_router() -> Router:
+    router = Router(name="consult")
+
+    @router.message(Command("consult"))
+    async def consult(
+        message: Message,
+        command: CommandObject,
+        bot: Bot,
+        service: ConversationService,
+        settings: Settings,
+    ) -> None:
+        state = await service.state(ConversationId.telegram(message.chat.id))
+        if state.consulting:
+            await message.answer(
+                texts.CONSULT_IN_PROGRESS.format(round=state.round + 1, max_rounds=state.max_rounds)
+            )
+            return
+        rounds, request = parse_consult(command.args)
+        if not request:
+            await message.answer(texts.CONSULT_USAGE.format(rounds=settings.consult_rounds))
+            return
+        if rounds is not None and not 1 <= rounds <= settings.max_rounds:
+            await message.answer(texts.CONSULT_BAD_ROUNDS.format(max_rounds=settings.max_rounds))
+            return
+        incoming = await to_incoming(message, bot, text=request)
+        await run_turn(message, bot, lambda sink: service.consult(incoming, rounds, sink))
+
+    @router.message(Command("finish"))
+    async def finish(message: Message, bot: Bot, service: ConversationService) -> None:
+        if not (await service.state(ConversationId.telegram(message.chat.id))).consulting:
+            await message.answer(texts.NOT_CONSULTING)
+            return
+        incoming = await to_incoming(message, bot, text=texts.FINISH_REQUEST)
+        await run_turn(message, bot, lambda sink: service.finish(incoming, sink))
+
+    @router.message(Command("cancel"))
+    async def cancel(message: Message, service: ConversationService) -> None:
+        before = await service.cancel(ConversationId.telegram(message.chat.id))
+        if before is None:
+            await message.answer(texts.NOT_CONSULTING)
+            return
+        await message.answer(
+            texts.CONSULT_CANCELLED.format(round=before.round + 1, max_rounds=before.max_rounds)
+        )
+
+    return router

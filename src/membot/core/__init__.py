@@ -1,0 +1,1 @@
+"""The transport-free conversation core: consultations, the conversation service, sessions."""

@@ -1,0 +1,135 @@
+"""The conversation service: the one door every front end (Telegram, HTTP) goes through.
+
+It owns what is true of a conversation whatever the transport: its messages are handled one
+at a time and in arrival order, the process knows how many are in flight (so shutdown can
+wait for them), and its state (chat or consultation, round, max rounds, initial request)
+changes only through here, with the turn that changes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
+from membot.ids import ConversationId
+from membot.locks import KeyedLocks
+from membot.memory.base import ChatRepository
+from membot.memory.models import ConversationState
+
+log = logging.getLogger(__name__)
+
+
+class ConversationBusy(Exception):
+    """Another request of the same conversation is being handled (and this one must not wait)."""
+
+
+class ConversationService:
+    def __init__(
+        self, agent: Agent, repository: ChatRepository, *, consult_rounds: int, max_rounds: int
+    ) -> None:
+        self.agent = agent
+        self.repository = repository
+        self.consult_rounds = consult_rounds
+        self.max_rounds = max_rounds
+        self._locks = KeyedLocks()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # -- ordering and shutdown ---------------------------------------------------------------
+
+    @asynccontextmanager
+    async def ordered(self, cid: ConversationId | None) -> AsyncIterator[None]:
+        """Hold the conversation's turn: callers run one after another, first come first
+        served (asyncio.Lock wakes its waiters in FIFO order). Counted as in flight while
+        waiting too, so shutdown waits for work already accepted. None: counted only."""
+        self._enter()
+        try:
+            if cid is None:
+                yield
+            else:
+                async with self._locks(cid):
+                    yield
+        finally:
+            self._leave()
+
+    @asynccontextmanager
+    async def exclusive(self, cid: ConversationId) -> AsyncIterator[None]:
+        """Like `ordered`, but refuses at once with ConversationBusy instead of queueing."""
+        lock = self._locks(cid)
+        if lock.locked():
+            raise ConversationBusy(str(cid))
+        async with self.ordered(cid):
+            yield
+
+    def _enter(self) -> None:
+        self._in_flight += 1
+        self._idle.clear()
+
+    def _leave(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait until nothing is in flight; False if `timeout` passed first."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            log.warning("shutdown: %d conversation turn(s) still in flight", self._in_flight)
+            return False
+        return True
+
+    # -- turns and state (the caller holds the conversation's turn) --------------------------
+
+    async def state(self, cid: ConversationId) -> ConversationState:
+        return (await self.repository.get_meta(cid)).state
+
+    async def say(
+        self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
+    ) -> TurnResult:
+        """A message in whatever mode the conversation is: a chat turn or the next round."""
+        return await self.agent.respond(incoming, sink, options)
+
+    async def consult(
+        self, incoming: Incoming, rounds: int | None, sink: ReplySink
+    ) -> TurnResult:
+        """Start a consultation of `rounds` (default CONSULT_ROUNDS) on this request; the
+        answer is round 1. Raises ValueError when `rounds` is outside 1..MAX_ROUNDS."""
+        n = self.consult_rounds if rounds is None else rounds
+        if not 1 <= n <= self.max_rounds:
+            raise ValueError(f"rounds must be from 1 to {self.max_rounds}")
+        result = await self.agent.respond(incoming, sink, TurnOptions(start=n))
+        log.info("%s: consultation started, %d rounds", incoming.conversation, n)
+        return result
+
+    async def finish(self, incoming: Incoming, sink: ReplySink) -> TurnResult | None:
+        """The final answer now, in the current round; None outside a consultation."""
+        if not (await self.state(incoming.conversation)).consulting:
+            return None
+        return await self.agent.respond(incoming, sink, TurnOptions(finish=True))
+
+    async def cancel(self, cid: ConversationId) -> ConversationState | None:
+        """End the consultation without an answer; the state it had, or None if none."""
+        state = await self.state(cid)
+        if not state.consulting:
+            return None
+        await self.repository.set_state(cid, ConversationState(session=state.session))
+        log.info("%s: consultation cancelled in round %d", cid, state.round + 1)
+        return state
+
+    async def reset(self, cid: ConversationId) -> ConversationState:
+        """Forget the conversation, a consultation in progress included; the state it had."""
+        state = await self.state(cid)
+        await self.agent.reset(cid)
+        return state
+
+    async def aclose(self) -> None:
+        await self.agent.aclose()

@@ -1,0 +1,85 @@
+"""Which conversation: a namespace (the front door it belongs to) and a key within it.
+
+    tg:<chat id>        a Telegram chat (negative for groups)
+    api:<uuid>          an HTTP API session
+
+A `ConversationId` can only be built from a valid namespace and key, and `relative_path()`
+is the one function that turns one into a place in storage (a directory under DATA_DIR; the
+Redis backend uses `str(cid)`, which is validated the same way). Nothing a user typed
+reaches a path or a key without passing through here.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Final
+
+TELEGRAM: Final = "tg"
+API: Final = "api"
+
+_TG_KEY = re.compile(r"-?[1-9][0-9]{0,19}")
+_UUID_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_KEYS: Final = {TELEGRAM: _TG_KEY, API: _UUID_KEY}
+NAMESPACES: Final = tuple(_KEYS)
+
+
+class InvalidConversationId(ValueError):
+    """A namespace or key that does not name a conversation."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ConversationId:
+    namespace: str
+    key: str
+
+    def __post_init__(self) -> None:
+        pattern = _KEYS.get(self.namespace) if isinstance(self.namespace, str) else None
+        if pattern is None:
+            raise InvalidConversationId(f"unknown conversation namespace {self.namespace!r}")
+        if not isinstance(self.key, str) or not pattern.fullmatch(self.key):
+            raise InvalidConversationId(f"invalid {self.namespace} conversation key")
+
+    @classmethod
+    def telegram(cls, chat_id: int) -> ConversationId:
+        if isinstance(chat_id, bool) or not isinstance(chat_id, int):
+            raise InvalidConversationId("a Telegram chat id must be an int")
+        return cls(TELEGRAM, str(chat_id))
+
+    @classmethod
+    def api(cls, session_id: str | uuid.UUID) -> ConversationId:
+        """An API session; the id must be a UUID (any case, with or without braces)."""
+        try:
+            value = session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(session_id)
+        except (ValueError, TypeError, AttributeError):
+            raise InvalidConversationId("a session id must be a UUID") from None
+        return cls(API, str(value))
+
+    @classmethod
+    def parse(cls, text: str) -> ConversationId:
+        """`tg:123` or `api:<uuid>`; a bare integer is a Telegram chat (operator commands)."""
+        namespace, sep, key = text.strip().partition(":")
+        if not sep:
+            namespace, key = TELEGRAM, namespace
+        if namespace == API:
+            return cls.api(key)
+        return cls(namespace, key)
+
+    @property
+    def chat_id(self) -> int:
+        """Telegram's chat id; only for `tg` conversations."""
+        if self.namespace != TELEGRAM:
+            raise InvalidConversationId(f"{self} is not a Telegram chat")
+        return int(self.key)
+
+    def relative_path(self) -> PurePosixPath:
+        """Where the conversation lives under DATA_DIR. Telegram chats keep the layout they
+        always had (DATA_DIR/<chat id>/); other namespaces get a directory of their own."""
+        if self.namespace == TELEGRAM:
+            return PurePosixPath(self.key)
+        return PurePosixPath(self.namespace, self.key)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}:{self.key}"

@@ -1,0 +1,112 @@
+"""Wiring for any front door: the model, the repository, the agent, the conversation service
+and the background work, built once from the settings, closed once. No aiogram here."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from membot.agent import Agent
+from membot.config import Settings
+from membot.core.service import ConversationService
+from membot.llm.client import ChatModel, OpenAIChatModel
+from membot.llm.prompt import PromptBuilder
+from membot.llm.summarizer import Summarizer
+from membot.llm.tools import ToolExecutor, make_mode
+from membot.llm.tools.builtin import builtin
+from membot.memory.base import ChatRepository
+from membot.memory.files import FileRepository
+from membot.search import HistorySearch
+from membot.tasks import TaskSupervisor
+
+log = logging.getLogger(__name__)
+
+# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
+LLM_RETRIES = 2
+
+
+def shutdown_grace(settings: Settings) -> float:
+    """How long shutdown waits for answers in progress. Telegram already counts those updates
+    as delivered (and an HTTP client is waiting), so one cut short is a message never
+    answered: wait long enough for a turn waiting on the model to get its answer and send it."""
+    attempts = 1 + (LLM_RETRIES if settings.enable_retry else 0)
+    return attempts * settings.llm_timeout + 10.0
+
+
+def build_model(settings: Settings) -> ChatModel:
+    return OpenAIChatModel(
+        api_key=settings.openrouter_api_key.get_secret_value(),
+        base_url=settings.openrouter_base_url,
+        model=settings.openrouter_model,
+        timeout=settings.llm_timeout,
+        retries=LLM_RETRIES if settings.enable_retry else 0,
+    )
+
+
+def build_agent(
+    settings: Settings,
+    model: ChatModel,
+    repository: ChatRepository,
+    tasks: TaskSupervisor | None = None,
+) -> Agent:
+    registry = builtin.subset(settings.enabled_tools)
+    return Agent(
+        model=model,
+        repository=repository,
+        prompts=PromptBuilder(settings.system_prompt),
+        summarizer=Summarizer(
+            model,
+            repository,
+            every=settings.summary_every,
+            language=settings.summary_language,
+        ),
+        window_size=settings.window_size,
+        tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
+        tool_mode=make_mode(settings.tool_mode),
+        max_tool_rounds=settings.tool_max_iterations,
+        # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
+        search=HistorySearch(repository, settings.data_dir),
+        tasks=tasks,
+        consult_rounds=settings.consult_rounds,
+        max_rounds=settings.max_rounds,
+    )
+
+
+@dataclass
+class Core:
+    """Everything a front door needs, and the one place that releases it."""
+
+    settings: Settings
+    model: ChatModel
+    repository: ChatRepository
+    tasks: TaskSupervisor
+    agent: Agent
+    service: ConversationService
+
+    async def aclose(self) -> None:
+        """Let turns in flight finish, then stop background work and release clients."""
+        await self.service.wait_idle(shutdown_grace(self.settings))
+        await self.tasks.close()
+        await self.model.close()
+        await self.repository.close()
+
+
+def build_core(
+    settings: Settings,
+    *,
+    model: ChatModel | None = None,
+    repository: ChatRepository | None = None,
+) -> Core:
+    """Build the core from the settings; `model` and `repository` replace the configured ones
+    (a scripted model, the in-memory backend)."""
+    model = model or build_model(settings)
+    repository = repository or FileRepository(settings.data_dir)
+    tasks = TaskSupervisor()
+    agent = build_agent(settings, model, repository, tasks)
+    service = ConversationService(
+        agent,
+        repository,
+        consult_rounds=settings.consult_rounds,
+        max_rounds=settings.max_rounds,
+    )
+    return Core(settings, model, repository, tasks, agent, service)
