@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from membot.core.consult import RoundPlan, clamp_rounds
+from membot.core.consult import RoundPlan
+from membot.core.turn import ConsultSwitch, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
@@ -16,97 +17,19 @@ from membot.llm.summarizer import HistoryCompressor
 from membot.llm.tools import NativeMode, ToolContext, ToolExecutor, ToolMode, ToolRegistry
 from membot.llm.tools.builtin import CONSULTATION_TOOL
 from membot.memory.base import ChatRepository
-from membot.memory.models import ConversationState, Message
+from membot.memory.models import Message
 from membot.tasks import TaskSupervisor
 
 if TYPE_CHECKING:
     from membot.llm.structured import OutputSpec
     from membot.search import HistorySearch
 
+__all__ = ["GAVE_UP", "Agent", "Incoming", "ReplySink", "TurnOptions", "TurnResult"]
+
 log = logging.getLogger(__name__)
 
 # The model spent every tool round and then still said nothing: say so rather than nothing.
 GAVE_UP = "Sorry, I could not finish this one. Could you rephrase or narrow the question?"
-
-
-@dataclass(frozen=True, slots=True)
-class Incoming:
-    """A user's message, as the agent needs it (no transport types)."""
-
-    conversation: ConversationId
-    text: str
-    user_id: int | None = None
-    name: str | None = None
-    message_id: int | None = None
-    group: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOptions:
-    """What a front door may set for one turn.
-
-    `start` opens a consultation of that many rounds with this message as its request;
-    `finish` makes the current consultation round the final one. `system_prompt` replaces
-    SYSTEM_PROMPT (an API session's own); `call` carries per-call model settings; `output`
-    is the format the answer that completes the dialog must have. `state` is what a new
-    conversation starts with (an API session's settings). `consult_tool` offers the model
-    `start_consultation` in plain chat."""
-
-    start: int | None = None
-    finish: bool = False
-    system_prompt: str | None = None
-    call: CallOptions | None = None
-    output: OutputSpec | None = None
-    state: ConversationState | None = None
-    consult_tool: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """What a turn produced, stored already: the answer and where the dialog stands."""
-
-    reply: str
-    model: str
-    state: ConversationState
-    plan: RoundPlan | None = None  # the consultation round this turn answered, if any
-
-    @property
-    def complete(self) -> bool:
-        return self.plan is None or self.plan.final
-
-
-class ReplySink(Protocol):
-    """Where the agent's words go: a Telegram chat, an HTTP response, a test."""
-
-    async def progress(self, text: str) -> None:
-        """Text the model wrote beside a tool call, shown at once (best effort)."""
-        ...
-
-    async def answer(self, result: TurnResult) -> None:
-        """The turn's answer; it is stored when this is called."""
-        ...
-
-
-@dataclass(slots=True)
-class _Switch:
-    """`start_consultation`'s handle for one turn: the switch is applied by the agent and
-    committed with the turn, never before."""
-
-    default_rounds: int
-    max_rounds: int
-    plan: RoundPlan | None = field(default=None)
-
-    def start(self, request: str, rounds: int | None) -> str:
-        if self.plan is not None:
-            return "A consultation was already started in this turn."
-        n = clamp_rounds(rounds, self.default_rounds, self.max_rounds)
-        self.plan = RoundPlan.start(request, n)
-        if self.plan.final:
-            return "Consultation started with 1 round: give your complete answer now."
-        return (
-            f"Consultation started: {n} rounds. Now ask the user your clarifying questions "
-            "for round 1; do not give the final answer yet."
-        )
 
 
 class Agent:
@@ -170,7 +93,7 @@ class Agent:
             plan = RoundPlan.next_for(before, finish=opts.finish)
         switch = None
         if plan is None and opts.consult_tool and self.registry.get(CONSULTATION_TOOL):
-            switch = _Switch(self.consult_rounds, self.max_rounds)
+            switch = ConsultSwitch(self.consult_rounds, self.max_rounds)
         user = Message(
             role="user",
             content=incoming.text,
@@ -199,9 +122,7 @@ class Agent:
         tool_ctx = ToolContext(
             conversation=cid, repository=self.repository, search=self.search, consultation=switch
         )
-        produced, response = await self._run(
-            messages, sink, tool_ctx, plan, system, opts, switch
-        )
+        produced, response = await self._run(messages, sink, tool_ctx, plan, system, opts, switch)
         if switch is not None and switch.plan is not None:
             plan = switch.plan
             log.info("%s: the model started a consultation of %d rounds", cid, plan.max_rounds)
@@ -228,7 +149,7 @@ class Agent:
         plan: RoundPlan | None,
         system: _SystemFor,
         opts: TurnOptions,
-        switch: _Switch | None,
+        switch: ConsultSwitch | None,
     ) -> tuple[list[Message], LLMResponse]:
         """The model's side of the turn: tool rounds, then the answer. Returns what to store
         after the user message (the last item is the answer) and the last response."""

@@ -37,8 +37,8 @@ from pydantic import ValidationError
 
 from membot.bot.filters import AddressedToBot
 from membot.bot.texts import COMMANDS
-from membot.memory.base import ChatRepository
 from membot.ids import ConversationId
+from membot.memory.base import ChatRepository
 from membot.memory.durable import append_lines, replace_atomic
 
 log = logging.getLogger(__name__)

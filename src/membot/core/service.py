@@ -98,9 +98,7 @@ class ConversationService:
         """A message in whatever mode the conversation is: a chat turn or the next round."""
         return await self.agent.respond(incoming, sink, options)
 
-    async def consult(
-        self, incoming: Incoming, rounds: int | None, sink: ReplySink
-    ) -> TurnResult:
+    async def consult(self, incoming: Incoming, rounds: int | None, sink: ReplySink) -> TurnResult:
         """Start a consultation of `rounds` (default CONSULT_ROUNDS) on this request; the
         answer is round 1. Raises ValueError when `rounds` is outside 1..MAX_ROUNDS."""
         n = self.consult_rounds if rounds is None else rounds

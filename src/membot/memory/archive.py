@@ -209,5 +209,3 @@ def last_summary_upto(path: Path) -> int:
         except (ValueError, KeyError, TypeError):
             log.warning("skipping a corrupt line in %s", path)
     return 0
-
-

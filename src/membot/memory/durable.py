@@ -1,9 +1,9 @@
 """Durability primitives shared by the file backend and the inbox (blocking: worker threads).
 
-    append_lines     whole lines onto an O_APPEND file, fdatasync'd; a torn last line (a
-                     write cut short by a crash) is terminated first, never glued onto
-    replace_atomic   temporary file, fsync, rename, and optionally the directory's fsync:
-                     a reader sees the old content or the new, never a mix or an empty file
+append_lines     whole lines onto an O_APPEND file, fdatasync'd; a torn last line (a
+                 write cut short by a crash) is terminated first, never glued onto
+replace_atomic   temporary file, fsync, rename, and optionally the directory's fsync:
+                 a reader sees the old content or the new, never a mix or an empty file
 """
 
 from __future__ import annotations

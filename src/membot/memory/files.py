@@ -57,6 +57,7 @@ from membot.memory.models import (
     new_generation,
     utcnow,
 )
+from membot.memory.smallfiles import read_facts, write_json
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class FileRepository:
 
     async def get_facts(self, cid: ConversationId) -> list[str]:
         path = self.conversation_dir(cid) / FACTS
-        return [f["text"] for f in await asyncio.to_thread(_read_facts, path)]
+        return [f["text"] for f in await asyncio.to_thread(read_facts, path)]
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
         return await asyncio.to_thread(self._list_sync, namespace)
@@ -176,7 +177,7 @@ class FileRepository:
             history=history[-limit:] if limit > 0 else [],
             summary=read_text(directory / SUMMARY),
             meta=meta,
-            facts=[f["text"] for f in _read_facts(directory / FACTS)],
+            facts=[f["text"] for f in read_facts(directory / FACTS)],
         )
 
     def _append_sync(self, cid: ConversationId, messages: Sequence[Message]) -> list[Message]:
@@ -243,23 +244,23 @@ class FileRepository:
 
     def _add_fact_sync(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
         directory = self.conversation_dir(cid)
-        facts = _read_facts(directory / FACTS, keep_unreadable=True)
+        facts = read_facts(directory / FACTS, keep_unreadable=True)
         if any(f["text"].casefold() == fact.casefold() for f in facts):
             return False
         if len(facts) >= limit:
             return None
         facts.append({"text": fact, "added_at": iso(utcnow())})
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _write_json(directory / FACTS, {"facts": facts})
+        write_json(directory / FACTS, {"facts": facts})
         return True
 
     def _remove_facts_sync(self, cid: ConversationId, texts: list[str]) -> list[str]:
         path = self.conversation_dir(cid) / FACTS
-        facts = _read_facts(path, keep_unreadable=True)
+        facts = read_facts(path, keep_unreadable=True)
         keep = [f for f in facts if f["text"] not in texts]
         removed = [f["text"] for f in facts if f["text"] in texts]
         if removed:
-            _write_json(path, {"facts": keep})
+            write_json(path, {"facts": keep})
         return removed
 
     def _reset_sync(self, cid: ConversationId) -> None:
@@ -292,7 +293,7 @@ class FileRepository:
 
     def _write_meta(self, meta: ChatMeta, *, sync_dir: bool = True) -> None:
         path = self.conversation_dir(meta.conversation) / META
-        _write_json(path, meta.to_dict(), sync_dir=sync_dir)
+        write_json(path, meta.to_dict(), sync_dir=sync_dir)
 
     def _load_meta(
         self, cid: ConversationId, *, last: Message | None = None, known: bool = False
@@ -317,38 +318,3 @@ class FileRepository:
         meta.messages_total = last.seq if last else 0
         meta.adopt_turn_state(last)
         return meta
-
-
-# -- small files ------------------------------------------------------------------------------
-
-
-def _write_json(path: Path, data: dict[str, Any], *, sync_dir: bool = True) -> None:
-    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    replace_atomic(path, text.encode(), sync_dir=sync_dir)
-
-
-def _read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, str]]:
-    """The kept facts; [] when there are none or the file cannot be read.
-
-    `keep_unreadable` is for writers about to replace the file: an unreadable one is first
-    renamed to facts.json.corrupt-<time>, so a new fact never overwrites old ones unseen.
-    """
-    try:
-        data = json.loads(read_small(path))
-        return [
-            {"text": str(f["text"]), "added_at": str(f.get("added_at", ""))}
-            for f in data["facts"]
-            if str(f.get("text", "")).strip()
-        ]
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        # Never silently drop what the user asked us to keep: say so loudly, keep the file.
-        log.warning("unreadable %s (%s); treating it as empty", path, exc)
-        if keep_unreadable:
-            aside = path.with_name(f"{path.name}.corrupt-{utcnow():%Y%m%dT%H%M%S%f}")
-            os.replace(path, aside)
-            log.warning("kept the unreadable facts as %s", aside.name)
-        return []
-
-

@@ -122,7 +122,9 @@ class SessionConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
-        output_format: Literal["text", "json"] = "json" if data.get("output_format") == "json" else "text"
+        output_format: Literal["text", "json"] = (
+            "json" if data.get("output_format") == "json" else "text"
+        )
         schema = data.get("output_schema")
         return cls(
             model=_opt_str(data.get("model")),

@@ -1,7 +1,8 @@
 """Ranked search over a chat's whole archive: SQLite FTS5 (BM25) over stemmed text.
 
-The index is a cache of messages.txt, never a source of truth: index_root/<conversation's
-relative path>/search.sqlite3 holds the stems (FTS5), the original messages to show, and how far it got.
+The index is a cache of messages.txt, never a source of truth: index_root/<the
+conversation's relative path>/search.sqlite3 holds the stems (FTS5), the original messages
+to show, and how far it got.
 Each search first indexes whatever was appended since, so nothing has to hook into the
 write path; a chat that was reset, or an index that is damaged, is rebuilt from the archive.
 """

@@ -65,7 +65,9 @@ async def run_turn(message: Message, bot: Bot, turn: Turn) -> TurnResult | None:
             return await turn(TelegramSink(bot, message))
     except LLMError as exc:
         log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
-        await message.answer(texts.LLM_BUSY if isinstance(exc, LLMRateLimited) else texts.LLM_FAILED)
+        await message.answer(
+            texts.LLM_BUSY if isinstance(exc, LLMRateLimited) else texts.LLM_FAILED
+        )
         return None
 
 

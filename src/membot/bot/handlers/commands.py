@@ -19,9 +19,7 @@ async def consultation_note(service: ConversationService, message: Message) -> s
     state = await service.state(ConversationId.telegram(message.chat.id))
     if not state.consulting:
         return ""
-    return "\n\n" + texts.CONSULT_GOES_ON.format(
-        round=state.round + 1, max_rounds=state.max_rounds
-    )
+    return "\n\n" + texts.CONSULT_GOES_ON.format(round=state.round + 1, max_rounds=state.max_rounds)
 
 
 def build_router() -> Router:

@@ -1,0 +1,95 @@
+"""The vocabulary of a turn, shared by the agent and every front door: what comes in, what a
+front door may ask for, what comes out, and where the words go."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from membot.core.consult import RoundPlan, clamp_rounds
+from membot.ids import ConversationId
+from membot.memory.models import ConversationState
+
+if TYPE_CHECKING:
+    from membot.llm.client import CallOptions
+    from membot.llm.structured import OutputSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A user's message, as the agent needs it (no transport types)."""
+
+    conversation: ConversationId
+    text: str
+    user_id: int | None = None
+    name: str | None = None
+    message_id: int | None = None
+    group: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOptions:
+    """What a front door may set for one turn.
+
+    `start` opens a consultation of that many rounds with this message as its request;
+    `finish` makes the current consultation round the final one. `system_prompt` replaces
+    SYSTEM_PROMPT (an API session's own); `call` carries per-call model settings; `output`
+    is the format the answer that completes the dialog must have. `state` is what a new
+    conversation starts with (an API session's settings). `consult_tool` offers the model
+    `start_consultation` in plain chat."""
+
+    start: int | None = None
+    finish: bool = False
+    system_prompt: str | None = None
+    call: CallOptions | None = None
+    output: OutputSpec | None = None
+    state: ConversationState | None = None
+    consult_tool: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """What a turn produced, stored already: the answer and where the dialog stands."""
+
+    reply: str
+    model: str
+    state: ConversationState
+    plan: RoundPlan | None = None  # the consultation round this turn answered, if any
+
+    @property
+    def complete(self) -> bool:
+        return self.plan is None or self.plan.final
+
+
+class ReplySink(Protocol):
+    """Where the agent's words go: a Telegram chat, an HTTP response, a test."""
+
+    async def progress(self, text: str) -> None:
+        """Text the model wrote beside a tool call, shown at once (best effort)."""
+        ...
+
+    async def answer(self, result: TurnResult) -> None:
+        """The turn's answer; it is stored when this is called."""
+        ...
+
+
+@dataclass(slots=True)
+class ConsultSwitch:
+    """`start_consultation`'s handle for one turn: the switch is applied by the agent and
+    committed with the turn, never before."""
+
+    default_rounds: int
+    max_rounds: int
+    plan: RoundPlan | None = field(default=None)
+
+    def start(self, request: str, rounds: int | None) -> str:
+        if self.plan is not None:
+            return "A consultation was already started in this turn."
+        n = clamp_rounds(rounds, self.default_rounds, self.max_rounds)
+        self.plan = RoundPlan.start(request, n)
+        if self.plan.final:
+            return "Consultation started with 1 round: give your complete answer now."
+        return (
+            f"Consultation started: {n} rounds. Now ask the user your clarifying questions "
+            "for round 1; do not give the final answer yet."
+        )

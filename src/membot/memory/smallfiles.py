@@ -1,0 +1,46 @@
+"""The small JSON files of a conversation's directory (facts.json, meta.json): read
+defensively, replaced atomically. Blocking: callers run these in worker threads."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from membot.memory.archive import read_small
+from membot.memory.durable import replace_atomic
+from membot.memory.models import utcnow
+
+log = logging.getLogger(__name__)
+
+
+def write_json(path: Path, data: dict[str, Any], *, sync_dir: bool = True) -> None:
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    replace_atomic(path, text.encode(), sync_dir=sync_dir)
+
+
+def read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, str]]:
+    """The kept facts; [] when there are none or the file cannot be read.
+
+    `keep_unreadable` is for writers about to replace the file: an unreadable one is first
+    renamed to facts.json.corrupt-<time>, so a new fact never overwrites old ones unseen.
+    """
+    try:
+        data = json.loads(read_small(path))
+        return [
+            {"text": str(f["text"]), "added_at": str(f.get("added_at", ""))}
+            for f in data["facts"]
+            if str(f.get("text", "")).strip()
+        ]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # Never silently drop what the user asked us to keep: say so loudly, keep the file.
+        log.warning("unreadable %s (%s); treating it as empty", path, exc)
+        if keep_unreadable:
+            aside = path.with_name(f"{path.name}.corrupt-{utcnow():%Y%m%dT%H%M%S%f}")
+            os.replace(path, aside)
+            log.warning("kept the unreadable facts as %s", aside.name)
+        return []
