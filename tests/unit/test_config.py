@@ -18,17 +18,10 @@ BASE_ENV = {
 
 
 def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TELEGRAM_", "OPENROUTER_"))}
-    for key in (
-        "DATA_DIR",
-        "WINDOW_SIZE",
-        "SUMMARY_EVERY",
-        "LLM_TIMEOUT",
-        "ALLOWED_USER_IDS",
-        "TOOLS",
-        "TOOL_MODE",
-    ):
-        clean.pop(key, None)
+    from membot.config import Settings
+
+    names = {name.upper() for name in Settings.model_fields}
+    clean = {k: v for k, v in os.environ.items() if k.upper() not in names}
     clean.pop("PYTHONDONTWRITEBYTECODE", None)  # see tests/e2e/helpers.py: membot_env
     clean.update(env)
     return subprocess.run(
@@ -54,6 +47,13 @@ def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Co
         ({**BASE_ENV, "ENABLE_RETRY": "perhaps"}, "ENABLE_RETRY", "boolean"),
         ({**BASE_ENV, "OPENROUTER_BASE_URL": "ftp://x"}, "OPENROUTER_BASE_URL", "http"),
         ({**BASE_ENV, "LOG_LEVEL": "LOUD"}, "LOG_LEVEL", "DEBUG"),
+        ({**BASE_ENV, "MAX_ROUNDS": "0"}, "MAX_ROUNDS", "greater than or equal to 1"),
+        ({**BASE_ENV, "CONSULT_ROUNDS": "5", "MAX_ROUNDS": "4"}, "CONSULT_ROUNDS", "MAX_ROUNDS"),
+        ({**BASE_ENV, "API_PORT": "http"}, "API_PORT", "integer"),
+        ({**BASE_ENV, "API_PORT": "8080"}, "API_TOKENS", "required"),
+        ({**BASE_ENV, "API_TOKENS": "short"}, "API_TOKENS", "16 characters"),
+        ({**BASE_ENV, "SESSION_TTL": "-1"}, "SESSION_TTL", "greater than 0"),
+        ({**BASE_ENV, "WEB_SEARCH": "sometimes"}, "WEB_SEARCH", "boolean"),
     ],
 )
 def test_bad_setting_exits_2_naming_the_variable(
@@ -73,6 +73,33 @@ def test_run_refuses_to_start_without_a_token(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         "membot: configuration error: TELEGRAM_BOT_TOKEN is required but not set"
     )
+
+
+def test_api_alone_needs_no_telegram_token_but_its_own_tokens(tmp_path: Path) -> None:
+    result = run_membot(tmp_path, {"OPENROUTER_API_KEY": "k"}, "api")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "API_TOKENS is required" in line and "TELEGRAM_BOT_TOKEN" not in line
+
+
+def test_api_tokens_are_trimmed_and_masked(tmp_path: Path) -> None:
+    token = "tok-0123456789abcdef"
+    settings = load_settings(
+        _env_file=None,
+        telegram=False,
+        api=True,
+        openrouter_api_key="k",
+        api_tokens=f" {token} , other-token-0123456789 ",
+    )
+    assert [t.get_secret_value() for t in settings.api_tokens] == [
+        token,
+        "other-token-0123456789",
+    ]
+    env = {**BASE_ENV, "API_PORT": "8099", "API_TOKENS": token}
+    result = run_membot(tmp_path, env, "check-config")
+    assert result.returncode == 0, result.stderr
+    assert "API_TOKENS=(1 token(s))" in result.stdout and token not in result.stdout
 
 
 def test_check_config_prints_settings_with_secrets_masked(tmp_path: Path) -> None:
