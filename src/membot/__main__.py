@@ -76,8 +76,13 @@ def _freeze_heap() -> None:
 def _serve_api(settings: Settings) -> int:
     from membot.api.server import serve_forever
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve_forever(settings, on_ready=_freeze_heap))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_forever(settings, on_ready=_freeze_heap))
+    except OSError as exc:
+        # The port is taken, say: one line, not a traceback.
+        print(f"membot: cannot serve the API: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     return 0
 
 

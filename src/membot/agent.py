@@ -222,7 +222,10 @@ class Agent:
             {"role": "assistant", "content": text},
             output.repair_message(problem),
         ]
-        request = self.mode.request(repair, self.registry_no_consult, final=True)
+        # Native mode forbids tool calls with final=True; Hermes mode's final note ("answer in
+        # plain text now") would contradict the repair, so it gets the plain request there.
+        final = self.mode.name != "hermes"
+        request = self.mode.request(repair, self.registry_no_consult, final=final)
         response = await self.model.complete(
             request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
         )

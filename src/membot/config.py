@@ -175,9 +175,7 @@ class Settings(BaseSettings):
         return out
 
 
-def load_settings(
-    *, telegram: bool = True, api: bool | None = None, **overrides: Any
-) -> Settings:
+def load_settings(*, telegram: bool = True, api: bool | None = None, **overrides: Any) -> Settings:
     """Build the settings or raise ConfigError with one line naming the first bad variable.
 
     `telegram`: the bot runs, so TELEGRAM_BOT_TOKEN is required. `api`: the HTTP API is

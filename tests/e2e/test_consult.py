@@ -104,9 +104,7 @@ async def test_finish_asks_for_the_final_answer_in_the_current_round(
     await start_bot()
     await say(tg, f"/consult 5 {REQUEST}")
     await say(tg, "hammer curls")
-    assert await say(tg, "/finish") == [
-        f"ANSWER: {texts.FINISH_REQUEST}" + label(3, 5, final=True)
-    ]
+    assert await say(tg, "/finish") == [f"ANSWER: {texts.FINISH_REQUEST}" + label(3, 5, final=True)]
     final = system_prompt(llm.chat_requests[-1])
     assert f"{FINAL_MARK} (Round 3 of 5)" in final and REQUEST in final
     assert consult_state(data_dir)["mode"] == "chat"

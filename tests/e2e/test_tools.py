@@ -11,9 +11,9 @@ import pytest
 
 from membot.agent import GAVE_UP
 from membot.bot import texts
+from membot.ids import ConversationId
 from membot.llm.tools import hermes
 from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
-from membot.ids import ConversationId
 from membot.memory.files import FileRepository
 from membot.memory.models import Message
 from tests.conftest import StartBot

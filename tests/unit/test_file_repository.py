@@ -11,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from membot.memory import FileRepository, Message
+from membot.ids import ConversationId
+from membot.memory import ConversationState, FileRepository, Message, SessionConfig
+
+SESSION = ConversationId.api("5c3e0f5e-6f1d-4b0a-9a53-2f0c2b1d7e11")
+
+
+def tg(chat_id: int) -> ConversationId:
+    return ConversationId.telegram(chat_id)
+
+
+async def summarize(repo: FileRepository, cid: ConversationId, text: str, a: int, b: int) -> bool:
+    """Save a summary as the summarizer does: in the generation it read."""
+    generation = (await repo.get_meta(cid)).generation
+    return await repo.save_summary(cid, text, a, b, generation)
 
 
 def user(text: str) -> Message:
@@ -20,8 +33,8 @@ def user(text: str) -> Message:
 
 async def test_layout_on_disk(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(42, [user("hello"), Message(role="assistant", content="hi!")])
-    await repo.save_summary(42, "they said hello", 1, 2)
+    await repo.append(tg(42), [user("hello"), Message(role="assistant", content="hi!")])
+    await summarize(repo, tg(42), "they said hello", 1, 2)
     chat = tmp_path / "42"
     lines = (chat / "messages.txt").read_text().splitlines()
     first = json.loads(lines[0])
@@ -34,40 +47,68 @@ async def test_layout_on_disk(tmp_path: Path) -> None:
     meta = json.loads((chat / "meta.json").read_text())
     assert meta["messages_total"] == 2 and meta["summarized_upto"] == 2
     assert meta["created_at"] and meta["last_summary_at"]
+    assert meta["conversation"] == "tg:42" and meta["generation"]
+    assert meta["state"]["mode"] == "chat"
     assert not [p for p in chat.iterdir() if p.name.endswith(".tmp")]
+
+
+async def test_an_api_session_lives_in_its_own_directory_with_its_state_on_the_turn(
+    tmp_path: Path,
+) -> None:
+    repo = FileRepository(tmp_path)
+    state = ConversationState(
+        mode="consultation",
+        round=1,
+        max_rounds=3,
+        initial_request="plan a trip",
+        session=SessionConfig(model="test/other", output_format="json"),
+    )
+    await repo.append(SESSION, [user("plan a trip"), Message(role="assistant", content="?")])
+    await repo.append(SESSION, [user("again"), Message(role="assistant", content="??")], state)
+    session = tmp_path / "api" / SESSION.key
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["api"]
+    lines = [json.loads(line) for line in (session / "messages.txt").read_text().splitlines()]
+    # The state rides on the turn's last line only, so the turn and its state are one write.
+    assert ["state" in line for line in lines] == [False, False, False, True]
+    assert ConversationState.from_dict(lines[-1]["state"]) == state
+    meta = json.loads((session / "meta.json").read_text())
+    assert meta["conversation"] == str(SESSION)
+    assert ConversationState.from_dict(meta["state"]) == state
+    assert await repo.conversations("api") == [SESSION]
+    assert await repo.conversations("tg") == []
 
 
 async def test_torn_last_line_is_skipped_and_then_terminated(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(1, [user("q1"), Message(role="assistant", content="a1")])
+    await repo.append(tg(1), [user("q1"), Message(role="assistant", content="a1")])
     path = tmp_path / "1" / "messages.txt"
     with open(path, "ab") as fh:  # what a kill -9 in the middle of a write leaves
         fh.write(b'{"seq":3,"ts":"2026-01-01T00:00:00.000Z","role":"user","cont')
     with caplog.at_level(logging.WARNING):
-        assert [m.content for m in await repo.tail(1, 10)] == ["q1", "a1"]
+        assert [m.content for m in await repo.tail(tg(1), 10)] == ["q1", "a1"]
     assert "torn last line" in caplog.text
-    stored = await repo.append(1, [user("q2")])
+    stored = await repo.append(tg(1), [user("q2")])
     assert stored[0].seq == 3
-    assert [m.content for m in await repo.tail(1, 10)] == ["q1", "a1", "q2"]
-    assert (await repo.get_meta(1)).messages_total == 3
+    assert [m.content for m in await repo.tail(tg(1), 10)] == ["q1", "a1", "q2"]
+    assert (await repo.get_meta(tg(1))).messages_total == 3
 
 
 async def test_corrupt_lines_are_skipped_with_a_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(1, [user("good 1")])
+    await repo.append(tg(1), [user("good 1")])
     path = tmp_path / "1" / "messages.txt"
     with open(path, "ab") as fh:
         fh.write(b"not json at all\n")
         fh.write(b'{"seq":2,"role":"wizard","content":"x","ts":"2026-01-01T00:00:00Z"}\n')
         fh.write(b"\xff\xfe garbage bytes\n")
-    await repo.append(1, [user("good 2")])
+    await repo.append(tg(1), [user("good 2")])
     with caplog.at_level(logging.WARNING):
-        msgs = await repo.tail(1, 2)
-        everything = [m.content async for m in repo.iter_messages(1)]
+        msgs = await repo.tail(tg(1), 2)
+        everything = [m.content async for m in repo.iter_messages(tg(1))]
     assert [m.content for m in msgs] == ["good 1", "good 2"]
     assert everything == ["good 1", "good 2"]
     assert caplog.text.count("corrupt line") >= 3
@@ -78,23 +119,23 @@ async def test_corrupt_meta_is_rebuilt_from_the_files(
 ) -> None:
     repo = FileRepository(tmp_path)
     for i in range(3):
-        await repo.append(1, [user(f"q{i}")])
-    await repo.save_summary(1, "s", 1, 2)
+        await repo.append(tg(1), [user(f"q{i}")])
+    await summarize(repo, tg(1), "s", 1, 2)
     (tmp_path / "1" / "meta.json").write_text("{ this is not json")
     with caplog.at_level(logging.WARNING):
-        meta = await repo.get_meta(1)
+        meta = await repo.get_meta(tg(1))
     assert (meta.messages_total, meta.summarized_upto) == (3, 2)
     assert "meta.json" in caplog.text
 
 
 async def test_stale_meta_after_a_crash_is_reconciled(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(1, [user("q1")])
+    await repo.append(tg(1), [user("q1")])
     meta_path = tmp_path / "1" / "meta.json"
     stale = meta_path.read_text()
-    await repo.append(1, [user("q2"), user("q3")])
+    await repo.append(tg(1), [user("q2"), user("q3")])
     meta_path.write_text(stale)  # as if the process died between the append and the meta write
-    assert (await repo.get_meta(1)).messages_total == 3
+    assert (await repo.get_meta(tg(1))).messages_total == 3
 
 
 async def test_tail_reads_only_the_end_of_a_large_archive(tmp_path: Path) -> None:
@@ -106,38 +147,43 @@ async def test_tail_reads_only_the_end_of_a_large_archive(tmp_path: Path) -> Non
         for i in range(1, 100_001):
             fh.write(Message(role="user", content=f"message {i} " + "x" * 80, seq=i).to_json())
             fh.write("\n")
-    messages = await repo.tail(1, 20)
+    messages = await repo.tail(tg(1), 20)
     assert [m.seq for m in messages] == list(range(99_981, 100_001))
-    stored = await repo.append(1, [user("next")])
+    stored = await repo.append(tg(1), [user("next")])
     assert stored[0].seq == 100_001
 
 
 async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     big = "y" * 200_000
-    await repo.append(1, [user("before"), user(big), user("after")])
-    assert [len(m.content) for m in await repo.tail(1, 3)] == [6, 200_000, 5]
+    await repo.append(tg(1), [user("before"), user(big), user("after")])
+    assert [len(m.content) for m in await repo.tail(tg(1), 3)] == [6, 200_000, 5]
 
 
 async def test_append_after_long_and_torn_long_last_lines(tmp_path: Path) -> None:
     # The last seq is found by reading backwards in growing blocks: lines longer than the
     # first block, whole or torn, must not lose or repeat a seq.
     repo = FileRepository(tmp_path)
-    await repo.append(1, [user("short"), user("z" * 50_000)])
-    assert [m.seq for m in await repo.append(1, [user("next")])] == [3]
+    await repo.append(tg(1), [user("short"), user("z" * 50_000)])
+    assert [m.seq for m in await repo.append(tg(1), [user("next")])] == [3]
     path = tmp_path / "1" / "messages.txt"
     with open(path, "ab") as fh:  # a long line torn by a crash
         fh.write(b'{"seq":4,"ts":"2026-01-01T00:00:00.000Z","role":"user","content":"')
         fh.write(b"w" * 9000)
-    assert [m.seq for m in await repo.append(1, [user("after the crash")])] == [4]
-    assert [m.content[:5] for m in await repo.tail(1, 10)] == ["short", "zzzzz", "next", "after"]
+    assert [m.seq for m in await repo.append(tg(1), [user("after the crash")])] == [4]
+    assert [m.content[:5] for m in await repo.tail(tg(1), 10)] == [
+        "short",
+        "zzzzz",
+        "next",
+        "after",
+    ]
 
 
 async def test_a_damaged_summary_costs_a_character_not_the_turn(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(7, [user("hi")])
+    await repo.append(tg(7), [user("hi")])
     (tmp_path / "7" / "summary.txt").write_bytes(b"Ann likes \xff tea")
-    context = await repo.context(7, 20)
+    context = await repo.context(tg(7), 20)
     assert context.summary == "Ann likes \ufffd tea"
     assert [m.content for m in context.history] == ["hi"]
 
@@ -148,7 +194,8 @@ async def test_a_reset_never_runs_beside_a_cancelled_summary_write(
     # /reset cancels a summary that may be inside its worker thread. The thread cannot be
     # stopped; if the reset ran beside it, the old summary could be written back afterwards.
     repo = FileRepository(tmp_path)
-    await repo.append(1, [user("q"), Message(role="assistant", content="a")])
+    await repo.append(tg(1), [user("q"), Message(role="assistant", content="a")])
+    generation = (await repo.get_meta(tg(1))).generation
     inside, release = threading.Event(), threading.Event()
     real_pread = os.pread
 
@@ -158,10 +205,10 @@ async def test_a_reset_never_runs_beside_a_cancelled_summary_write(
         return real_pread(fd, length, offset)
 
     monkeypatch.setattr(os, "pread", slow_disk)  # the summary's first read stalls on "disk"
-    saving = asyncio.create_task(repo.save_summary(1, "OLD SUMMARY", 1, 2))
+    saving = asyncio.create_task(repo.save_summary(tg(1), "OLD SUMMARY", 1, 2, generation))
     await asyncio.to_thread(inside.wait, 10)
     saving.cancel()
-    resetting = asyncio.create_task(repo.reset(1))
+    resetting = asyncio.create_task(repo.reset(tg(1)))
     # The reset must wait for the stalled write (it is quick: give it every chance to jump in).
     done, _ = await asyncio.wait({resetting}, timeout=0.5)
     assert not done
@@ -170,8 +217,8 @@ async def test_a_reset_never_runs_beside_a_cancelled_summary_write(
     with pytest.raises(asyncio.CancelledError):
         await saving
     monkeypatch.undo()
-    assert await repo.get_summary(1) == ""
-    assert await repo.tail(1, 10) == []
+    assert await repo.get_summary(tg(1)) == ""
+    assert await repo.tail(tg(1), 10) == []
     assert not (tmp_path / "1").exists()
 
 
@@ -187,12 +234,12 @@ async def test_well_formed_json_of_the_wrong_shape_is_read_around(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, meta_json: str, facts_json: str
 ) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(3, [user("hi")])
+    await repo.append(tg(3), [user("hi")])
     (tmp_path / "3" / "meta.json").write_text(meta_json)
     (tmp_path / "3" / "facts.json").write_text(facts_json)
     with caplog.at_level(logging.WARNING):
-        context = await repo.context(3, 20)
-        stored = await repo.append(3, [user("still here")])
+        context = await repo.context(tg(3), 20)
+        stored = await repo.append(tg(3), [user("still here")])
     assert [m.content for m in context.history] == ["hi"] and context.facts == []
     assert context.meta.messages_total == 1 and stored[0].seq == 2
     assert "unreadable" in caplog.text
@@ -203,29 +250,32 @@ async def test_a_reset_also_deletes_what_an_interrupted_reset_left(tmp_path: Pat
     leftover = tmp_path / ".deleted-5-0123abcd"  # a crash stopped that reset mid-delete
     leftover.mkdir()
     (leftover / "messages.txt").write_text('{"secret": "forgotten"}\n')
-    await repo.append(6, [user("hi")])
-    await repo.reset(6)
+    await repo.append(tg(6), [user("hi")])
+    await repo.reset(tg(6))
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 async def test_a_summary_after_a_torn_summaries_log_entry_is_kept_whole(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
-    await repo.append(8, [user("q"), Message(role="assistant", content="a")])
-    await repo.save_summary(8, "first", 1, 2)
+    await repo.append(tg(8), [user("q"), Message(role="assistant", content="a")])
+    await summarize(repo, tg(8), "first", 1, 2)
     with open(tmp_path / "8" / "summaries.log", "ab") as fh:
         fh.write(b'{"ts": "2026-01-01T00:00:00.000Z", "covers_fr')  # torn by a crash
-    await repo.append(8, [user("q2"), Message(role="assistant", content="a2")])
-    await repo.save_summary(8, "second", 3, 4)
+    await repo.append(tg(8), [user("q2"), Message(role="assistant", content="a2")])
+    await summarize(repo, tg(8), "second", 3, 4)
     lines = (tmp_path / "8" / "summaries.log").read_bytes().split(b"\n")
     last = json.loads(lines[-2])
     assert (last["text"], last["covers_from"], last["covers_to"]) == ("second", 3, 4)
 
 
-def test_chat_dir_comes_only_from_integers(tmp_path: Path) -> None:
+def test_a_directory_comes_only_from_a_conversation_id(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
-    assert repo.chat_dir(-100123) == tmp_path / "-100123"
-    with pytest.raises(TypeError):
-        repo.chat_dir("../../etc")  # type: ignore[arg-type]
+    # Telegram chats keep the layout they always had; API sessions get a directory of their own.
+    assert repo.conversation_dir(tg(-100123)) == tmp_path / "-100123"
+    assert repo.conversation_dir(SESSION) == tmp_path / "api" / SESSION.key
+    assert repo.conversation_dir(ConversationId.parse("42")) == tmp_path / "42"
+    with pytest.raises((AttributeError, TypeError)):
+        repo.conversation_dir("../../etc")  # type: ignore[arg-type]
 
 
 async def test_a_corrupt_facts_file_is_kept_aside_not_overwritten(
@@ -236,9 +286,40 @@ async def test_a_corrupt_facts_file_is_kept_aside_not_overwritten(
     chat.mkdir()
     (chat / "facts.json").write_text('{"facts": [{"text": "likes te')  # torn by hand
     with caplog.at_level(logging.WARNING):
-        assert await repo.get_facts(42) == []
-        assert await repo.add_fact(42, "Name is Ann")
-    assert await repo.get_facts(42) == ["Name is Ann"]
+        assert await repo.get_facts(tg(42)) == []
+        assert await repo.add_fact(tg(42), "Name is Ann", 10)
+    assert await repo.get_facts(tg(42)) == ["Name is Ann"]
     [aside] = chat.glob("facts.json.corrupt-*")
     assert aside.read_text() == '{"facts": [{"text": "likes te'
     assert "unreadable" in caplog.text
+
+
+async def test_a_chat_from_before_generations_still_gets_its_summaries(tmp_path: Path) -> None:
+    # meta.json as version 1 wrote it: chat_id and settings, no generation, no state.
+    chat = tmp_path / "42"
+    chat.mkdir()
+    with open(chat / "messages.txt", "w") as fh:
+        for i, role in enumerate(["user", "assistant"], 1):
+            fh.write(Message(role=role, content=f"m{i}", seq=i).to_json() + "\n")  # type: ignore[arg-type]
+    (chat / "meta.json").write_text(
+        json.dumps(
+            {
+                "chat_id": 42,
+                "messages_total": 2,
+                "summarized_upto": 0,
+                "summaries_made": 0,
+                "created_at": "2025-01-01T10:00:00.000Z",
+                "updated_at": "2025-01-01T10:00:05.000Z",
+                "last_summary_at": None,
+                "settings": {},
+                "version": 1,
+            }
+        )
+    )
+    repo = FileRepository(tmp_path)
+    meta = await repo.get_meta(tg(42))
+    assert (meta.messages_total, meta.state) == (2, ConversationState())
+    assert await summarize(repo, tg(42), "an old chat's summary", 1, 2) is True
+    assert await repo.get_summary(tg(42)) == "an old chat's summary"
+    await repo.append(tg(42), [user("still here")])
+    assert (await repo.get_meta(tg(42))).generation == meta.generation

@@ -11,6 +11,7 @@ import pytest
 from aiogram.types import Update
 
 from membot.bot.inbox import COMPACT_BYTES, INBOX, Inbox
+from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 
 
@@ -73,7 +74,7 @@ async def test_after_a_crash_only_unanswered_text_is_replayed(
 ) -> None:
     repo = FileRepository(tmp_path)
     await repo.append(
-        5,
+        ConversationId.telegram(5),
         [
             Message(role="user", content="answered", tg_message_id=11),
             Message(role="assistant", content="yes"),
@@ -133,7 +134,7 @@ async def test_replay_looks_back_past_long_tool_turns_and_reads_each_update_once
     call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     for message_id in range(1, 31):  # 30 turns of 8 lines each: 240 lines
         await repo.append(
-            5,
+            ConversationId.telegram(5),
             [
                 Message(role="user", content=f"q{message_id}", tg_message_id=message_id),
                 *[

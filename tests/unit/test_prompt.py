@@ -124,3 +124,21 @@ def test_a_tool_exchange_torn_inside_the_window_is_dropped() -> None:
         ("user", None, False),
     ]
     assert msgs[2]["content"] == "Let me check."
+
+
+def test_a_sessions_own_system_prompt_replaces_the_default_only() -> None:
+    builder = PromptBuilder("DEFAULT PROMPT")
+    system = builder.build_system(
+        summary="They like tea.",
+        has_history=True,
+        facts=["Name is Ann"],
+        extra_system=["TOOLS SECTION"],
+        system_prompt="  Answer in JSON.  ",
+    )["content"]
+    assert system.startswith("Answer in JSON.\n\n")
+    assert "DEFAULT PROMPT" not in system
+    for section in ("TOOLS SECTION", "Name is Ann", SUMMARY_HEADER, WITH_HISTORY):
+        assert section in system
+    # A blank one is no prompt at all: the default stays.
+    blank = builder.build_system(summary="", has_history=False, system_prompt=" \n ")["content"]
+    assert blank.startswith("DEFAULT PROMPT")

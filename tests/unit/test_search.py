@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from tests.search_corpus import FACTS, generate_conversation, recall_at_k
 
+from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 from membot.search import HistorySearch, SearchHit, format_hits
 
-CHAT = 42
+CHAT = ConversationId.telegram(42)
+SESSION = ConversationId.api("7d444840-9dc0-11d1-b245-5ffdce74fad2")
 INDEX_LOGGER = "membot.search.index"
 
 
@@ -217,7 +219,22 @@ async def test_an_unknown_chat_finds_nothing_and_leaves_no_trace(
     search: HistorySearch, data_dir: Path
 ) -> None:
     assert await search.search(CHAT, "anything") == []
-    assert not (data_dir / str(CHAT)).exists()
+    assert await search.search(SESSION, "anything") == []
+    assert not (data_dir / "42").exists()
+    assert not (data_dir / "api").exists()
+
+
+async def test_an_api_session_has_its_own_index_and_sees_only_its_own_messages(
+    repo: FileRepository, search: HistorySearch, data_dir: Path
+) -> None:
+    await repo.append(CHAT, [user("the telegram secret is mango"), *filler(5)])
+    await repo.append(SESSION, [user("the api secret is papaya"), *filler(5)])
+    assert await contents(search, "secret") == ["the telegram secret is mango"]
+    hits = await search.search(SESSION, "secret")
+    assert [hit.content for hit in hits] == ["the api secret is papaya"]
+    assert search.index_path(SESSION) == data_dir / "api" / SESSION.key / "search.sqlite3"
+    assert search.index_path(SESSION).exists()
+    assert search.index_path(CHAT) == data_dir / "42" / "search.sqlite3"
 
 
 # -- robustness -----------------------------------------------------------------------------

@@ -11,16 +11,24 @@ from pathlib import Path
 import pytest
 
 from membot.__main__ import main
+from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 
 WHEN = datetime(2025, 3, 1, 14, 2, tzinfo=UTC)
+SESSION = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 
-def store(data_dir: Path, chat_id: int) -> None:
+def store(data_dir: Path, chat_id: int | str) -> None:
+    cid = (
+        ConversationId.telegram(chat_id)
+        if isinstance(chat_id, int)
+        else ConversationId.parse(chat_id)
+    )
+
     async def write() -> None:
         repo = FileRepository(data_dir)
         await repo.append(
-            chat_id,
+            cid,
             [
                 Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
                 Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
@@ -117,7 +125,22 @@ def test_a_negative_group_chat_id_works(tmp_path: Path, capsys: pytest.CaptureFi
     assert len(json.loads(capsys.readouterr().out)) == 2
 
 
-@pytest.mark.parametrize("chat_id", ["abc", "12.5", "../42", ""])
+@pytest.mark.parametrize("session", [SESSION, SESSION.upper()])
+def test_an_api_session_is_searched_by_its_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], session: str
+) -> None:
+    store(tmp_path / "data", f"api:{SESSION}")
+    store(tmp_path / "data", 42)
+    code = main(
+        ["search", f"api:{session}", "Kazan", "--json", "--data-dir", str(tmp_path / "data")]
+    )
+    assert code == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+@pytest.mark.parametrize(
+    "chat_id", ["abc", "12.5", "../42", "", "api:not-a-uuid", "api:../42", "x:1", "tg:../42"]
+)
 def test_a_bad_chat_id_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], chat_id: str
 ) -> None:
@@ -142,6 +165,19 @@ def test_a_missing_chat_is_one_line_and_exit_2(
     ]
     # Looking did not create the chat.
     assert not (tmp_path / "data" / "43").exists()
+
+
+def test_a_missing_api_session_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", f"api:{SESSION}", "Kazan", "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.strip().splitlines() == [
+        f"membot search: no chat api:{SESSION} in {tmp_path / 'data'}"
+    ]
+    assert not (tmp_path / "data" / "api").exists()
 
 
 def test_no_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

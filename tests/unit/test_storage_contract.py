@@ -1,28 +1,54 @@
-"""The storage contract, run over every backend: what the agent relies on, nothing more.
+"""The storage contract, run over every backend: what the core relies on, nothing more.
 
-A new backend (Redis is next) joins by adding itself to the `repository` fixture.
+One contract, every backend (as aiogram tests its storages): a new backend (Redis is next)
+joins by adding itself to the `repository` fixture's params.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import errno
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
-from membot.memory import ChatRepository, FileRepository, Message
+from membot.ids import ConversationId, InvalidConversationId
+from membot.memory import (
+    ChatRepository,
+    ConversationState,
+    FileRepository,
+    MemoryRepository,
+    Message,
+    SessionConfig,
+)
+from membot.memory import files as files_module
+
+BACKENDS = ["files", "memory"]
+
+ONE = ConversationId.telegram(1)
+GROUP = ConversationId.telegram(-1002)
+SESSION = ConversationId.api(uuid.UUID("3f2b8c1e-9a4d-4c6b-8e2f-1a2b3c4d5e6f"))
+OTHER_SESSION = ConversationId.api(uuid.UUID("00000000-0000-4000-8000-000000000001"))
 
 
-@pytest.fixture(params=["files"])
+def tg(n: int) -> ConversationId:
+    return ConversationId.telegram(n)
+
+
+@pytest.fixture(params=BACKENDS)
 async def repository(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[ChatRepository]:
     repo: ChatRepository
     if request.param == "files":
         repo = FileRepository(tmp_path / "data")
-    else:  # pragma: no cover - filled in as backends arrive
+    elif request.param == "memory":
+        repo = MemoryRepository()
+    else:  # pragma: no cover - a param without a backend
         raise AssertionError(request.param)
+    assert isinstance(repo, ChatRepository)
     yield repo
     await repo.close()
 
@@ -35,45 +61,72 @@ def bot(text: str) -> Message:
     return Message(role="assistant", content=text)
 
 
-async def test_unknown_chat_is_empty(repository: ChatRepository) -> None:
-    assert await repository.tail(1, 20) == []
-    assert await repository.get_summary(1) == ""
-    meta = await repository.get_meta(1)
-    assert (meta.messages_total, meta.summarized_upto) == (0, 0)
-    ctx = await repository.context(1, 20)
-    assert (ctx.history, ctx.summary) == ([], "")
+CONSULTING = ConversationState(
+    mode="consultation", round=1, max_rounds=3, initial_request="Plan my trip to Kazan"
+)
+FINISHED = ConversationState(
+    mode="chat", round=3, max_rounds=3, initial_request="Plan my trip to Kazan", complete=True
+)
+
+
+async def summarize(repo: ChatRepository, cid: ConversationId, text: str, a: int, b: int) -> bool:
+    """Save a summary as the summarizer does: in the generation it read."""
+    generation = (await repo.get_meta(cid)).generation
+    return await repo.save_summary(cid, text, a, b, generation)
+
+
+# -- the archive -------------------------------------------------------------------------------
+
+
+async def test_unknown_conversation_is_empty(repository: ChatRepository) -> None:
+    for cid in (ONE, SESSION):
+        assert await repository.tail(cid, 20) == []
+        assert await repository.get_summary(cid) == ""
+        assert await repository.get_facts(cid) == []
+        meta = await repository.get_meta(cid)
+        assert meta.conversation == cid
+        assert (meta.messages_total, meta.summarized_upto) == (0, 0)
+        assert meta.state == ConversationState()
+        ctx = await repository.context(cid, 20)
+        assert (ctx.history, ctx.summary, ctx.facts) == ([], "", [])
+        assert ctx.meta.state == ConversationState()
+    assert await repository.conversations("tg") == []
+    assert await repository.conversations("api") == []
 
 
 async def test_append_assigns_sequence_and_tail_returns_last_in_order(
     repository: ChatRepository,
 ) -> None:
-    stored = await repository.append(7, [user("q1", user_id=5, name="Ann"), bot("a1")])
+    cid = tg(7)
+    stored = await repository.append(cid, [user("q1", user_id=5, name="Ann"), bot("a1")])
     assert [m.seq for m in stored] == [1, 2]
     for i in range(2, 31):
-        await repository.append(7, [user(f"q{i}"), bot(f"a{i}")])
-    tail = await repository.tail(7, 5)
+        await repository.append(cid, [user(f"q{i}"), bot(f"a{i}")])
+    tail = await repository.tail(cid, 5)
     assert [m.content for m in tail] == ["a28", "q29", "a29", "q30", "a30"]
     assert [m.seq for m in tail] == [56, 57, 58, 59, 60]
-    first = (await repository.tail(7, 60))[0]
+    first = (await repository.tail(cid, 60))[0]
     assert (first.content, first.user_id, first.name) == ("q1", 5, "Ann")
-    assert (await repository.get_meta(7)).messages_total == 60
+    meta = await repository.get_meta(cid)
+    assert meta.messages_total == 60
+    assert meta.conversation == cid
 
 
 async def test_tail_larger_than_history(repository: ChatRepository) -> None:
-    await repository.append(1, [user("only")])
-    assert [m.content for m in await repository.tail(1, 100)] == ["only"]
+    await repository.append(ONE, [user("only")])
+    assert [m.content for m in await repository.tail(ONE, 100)] == ["only"]
 
 
 async def test_unicode_and_newlines_round_trip(repository: ChatRepository) -> None:
     text = 'строка 1\nline "2" \\ 🎉 <b>&amp;</b>\n\n\tend'
-    await repository.append(3, [user(text)])
-    assert (await repository.tail(3, 1))[0].content == text
+    await repository.append(tg(3), [user(text)])
+    assert (await repository.tail(tg(3), 1))[0].content == text
 
 
 async def test_tool_calls_round_trip(repository: ChatRepository) -> None:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     await repository.append(
-        3,
+        tg(3),
         [
             user("hi"),
             Message(role="assistant", content="", tool_calls=(call,)),
@@ -81,107 +134,418 @@ async def test_tool_calls_round_trip(repository: ChatRepository) -> None:
             bot("it is 42"),
         ],
     )
-    msgs = await repository.tail(3, 4)
+    msgs = await repository.tail(tg(3), 4)
     assert msgs[1].tool_calls == (call,)
     assert msgs[2].tool_call_id == "c1"
 
 
-async def test_chats_are_isolated(repository: ChatRepository) -> None:
-    await repository.append(1, [user("secret of one")])
-    await repository.append(-1002, [user("group talk")])
-    await repository.save_summary(1, "one's summary", 1, 1)
-    assert [m.content for m in await repository.tail(-1002, 10)] == ["group talk"]
-    assert await repository.get_summary(-1002) == ""
+async def test_conversations_are_isolated(repository: ChatRepository) -> None:
+    await repository.append(ONE, [user("secret of one")])
+    await repository.append(GROUP, [user("group talk")])
+    assert await summarize(repository, ONE, "one's summary", 1, 1)
+    await repository.add_fact(ONE, "one's fact", 10)
+    assert [m.content for m in await repository.tail(GROUP, 10)] == ["group talk"]
+    assert await repository.get_summary(GROUP) == ""
+    assert await repository.get_facts(GROUP) == []
+
+
+async def test_telegram_and_api_conversations_are_isolated(repository: ChatRepository) -> None:
+    # tg:1 and the API session share nothing, whatever their keys look like.
+    await repository.append(ONE, [user("telegram words"), bot("telegram answer")])
+    await repository.append(SESSION, [user("api words")], state=CONSULTING)
+    await repository.add_fact(SESSION, "api fact", 10)
+    assert await summarize(repository, SESSION, "api summary", 1, 1)
+
+    assert [m.content for m in await repository.tail(ONE, 10)] == [
+        "telegram words",
+        "telegram answer",
+    ]
+    one = await repository.context(ONE, 10)
+    assert (one.summary, one.facts, one.meta.state) == ("", [], ConversationState())
+    assert one.meta.messages_total == 2
+    session = await repository.context(SESSION, 10)
+    assert [m.content for m in session.history] == ["api words"]
+    assert (session.summary, session.facts) == ("api summary", ["api fact"])
+    assert session.meta.state == CONSULTING
+
+    await repository.reset(SESSION)
+    assert [m.content for m in await repository.tail(ONE, 10)] == [
+        "telegram words",
+        "telegram answer",
+    ]
+
+
+async def test_conversations_lists_each_namespace_separately(
+    repository: ChatRepository,
+) -> None:
+    await repository.append(ONE, [user("a")])
+    await repository.append(GROUP, [user("b")])
+    await repository.append(SESSION, [user("c")])
+    await repository.append(OTHER_SESSION, [user("d")])
+    assert sorted(await repository.conversations("tg")) == sorted([ONE, GROUP])
+    assert sorted(await repository.conversations("api")) == sorted([SESSION, OTHER_SESSION])
+    await repository.reset(SESSION)
+    await repository.reset(GROUP)
+    assert await repository.conversations("tg") == [ONE]
+    assert await repository.conversations("api") == [OTHER_SESSION]
+
+
+# -- summaries and generations -------------------------------------------------------------
 
 
 async def test_summary_save_and_meta(repository: ChatRepository) -> None:
+    cid = tg(9)
     for i in range(10):
-        await repository.append(9, [user(f"q{i}"), bot(f"a{i}")])
-    await repository.save_summary(9, "first summary", 1, 20)
-    meta = await repository.get_meta(9)
+        await repository.append(cid, [user(f"q{i}"), bot(f"a{i}")])
+    assert await summarize(repository, cid, "first summary", 1, 20) is True
+    meta = await repository.get_meta(cid)
     assert (meta.messages_total, meta.summarized_upto, meta.summaries_made) == (20, 20, 1)
     assert meta.unsummarized == 0
-    await repository.append(9, [user("more"), bot("ok")])
-    await repository.save_summary(9, "second summary", 21, 22)
-    ctx = await repository.context(9, 3)
+    await repository.append(cid, [user("more"), bot("ok")])
+    assert await summarize(repository, cid, "second summary", 21, 22) is True
+    ctx = await repository.context(cid, 3)
     assert ctx.summary == "second summary"
     assert ctx.meta.summarized_upto == 22
     assert ctx.meta.summaries_made == 2
     assert [m.content for m in ctx.history] == ["a9", "more", "ok"]
 
 
-async def test_reset_forgets_everything(repository: ChatRepository) -> None:
-    await repository.append(5, [user("remember me"), bot("sure")])
-    await repository.save_summary(5, "a summary", 1, 2)
-    await repository.update_settings(5, lang="en")
-    await repository.add_fact(5, "likes tea")
-    await repository.reset(5)
-    assert await repository.tail(5, 10) == []
-    assert await repository.get_summary(5) == ""
-    assert await repository.get_facts(5) == []
-    meta = await repository.get_meta(5)
-    assert (meta.messages_total, meta.summarized_upto, meta.settings) == (0, 0, {})
-    stored = await repository.append(5, [user("fresh")])
-    assert stored[0].seq == 1
+async def test_the_generation_lasts_until_a_reset(repository: ChatRepository) -> None:
+    cid = tg(5)
+    await repository.append(cid, [user("q"), bot("a")])
+    generation = (await repository.get_meta(cid)).generation
+    assert generation
+    await repository.append(cid, [user("q2"), bot("a2")], state=CONSULTING)
+    await repository.set_state(cid, FINISHED)
+    await repository.add_fact(cid, "likes tea", 10)
+    assert (await repository.get_meta(cid)).generation == generation
+    assert (await repository.context(cid, 5)).meta.generation == generation
+    await repository.reset(cid)
+    await repository.append(cid, [user("new life")])
+    assert (await repository.get_meta(cid)).generation not in ("", generation)
 
 
-async def test_summary_made_before_a_reset_is_dropped(repository: ChatRepository) -> None:
+async def test_a_summary_made_before_a_reset_is_dropped_and_never_comes_back(
+    repository: ChatRepository,
+) -> None:
+    cid = tg(5)
     for i in range(10):
-        await repository.append(5, [user(f"q{i}"), bot(f"a{i}")])
-    await repository.reset(5)
-    await repository.append(5, [user("new life")])
-    await repository.save_summary(5, "summary of the old life", 1, 20)
-    assert await repository.get_summary(5) == ""
+        await repository.append(cid, [user(f"q{i}"), bot(f"a{i}")])
+    # The summarizer reads the conversation, then a /reset lands while the model works.
+    stale = (await repository.get_meta(cid)).generation
+    await repository.reset(cid)
+    await repository.append(cid, [user("new life")])
+    assert await repository.save_summary(cid, "summary of the old life", 1, 20, stale) is False
+    assert await repository.get_summary(cid) == ""
+    for i in range(3):
+        await repository.append(cid, [user(f"later {i}"), bot("ok")])
+    ctx = await repository.context(cid, 50)
+    assert ctx.summary == ""
+    assert (ctx.meta.summarized_upto, ctx.meta.summaries_made) == (0, 0)
+    assert ctx.meta.unsummarized == 7
+    # A summary of this life is kept as usual.
+    assert await summarize(repository, cid, "summary of the new life", 1, 7) is True
+    assert await repository.get_summary(cid) == "summary of the new life"
 
 
-async def test_settings_merge(repository: ChatRepository) -> None:
-    await repository.update_settings(4, tz="Europe/Warsaw", mode="short")
-    meta = await repository.update_settings(4, mode=None)
-    assert meta.settings == {"tz": "Europe/Warsaw"}
-    assert (await repository.get_meta(4)).settings == {"tz": "Europe/Warsaw"}
+async def test_a_summary_for_a_conversation_reset_to_nothing_is_dropped(
+    repository: ChatRepository,
+) -> None:
+    cid = tg(5)
+    await repository.append(cid, [user("q"), bot("a")])
+    stale = (await repository.get_meta(cid)).generation
+    await repository.reset(cid)
+    assert await repository.save_summary(cid, "ghost", 1, 2, stale) is False
+    assert await repository.get_summary(cid) == ""
+    assert await repository.conversations("tg") == []
+
+
+# -- conversation state ------------------------------------------------------------------------
+
+
+async def test_state_is_written_with_its_turn_and_read_back(repository: ChatRepository) -> None:
+    session = SessionConfig(
+        model="test/other",
+        system_prompt="Be brief.",
+        max_tokens=300,
+        output_format="json",
+        output_schema={"type": "object", "properties": {"plan": {"type": "string"}}},
+        disable_search=True,
+    )
+    state = ConversationState(
+        mode="consultation",
+        round=1,
+        max_rounds=4,
+        initial_request="Plan my trip to Kazan",
+        session=session,
+    )
+    stored = await repository.append(SESSION, [user("Plan my trip"), bot("How long?")], state)
+    assert [m.seq for m in stored] == [1, 2]
+    assert (await repository.get_meta(SESSION)).state == state
+    ctx = await repository.context(SESSION, 10)
+    assert ctx.meta.state == state
+    assert [m.content for m in ctx.history] == ["Plan my trip", "How long?"]
+
+    # A turn that does not change the state keeps it.
+    await repository.append(SESSION, [user("a week"), bot("noted")])
+    assert (await repository.get_meta(SESSION)).state == state
+    # The next turn that does change it replaces it.
+    await repository.append(SESSION, [user("go on"), bot("the full plan")], FINISHED)
+    assert (await repository.get_meta(SESSION)).state == FINISHED
+    assert (await repository.context(SESSION, 10)).meta.state == FINISHED
+    assert (await repository.get_meta(SESSION)).messages_total == 6
+
+
+async def test_a_failed_write_changes_no_state(repository: ChatRepository) -> None:
+    cid = tg(4)
+    await repository.append(cid, [user("q"), bot("a")], CONSULTING)
+    # An append of nothing is no turn: it stores nothing, and its state is not kept either.
+    assert await repository.append(cid, [], FINISHED) == []
+    meta = await repository.get_meta(cid)
+    assert (meta.state, meta.messages_total) == (CONSULTING, 2)
+    # Nor does it bring a conversation into existence.
+    assert await repository.append(tg(40), [], FINISHED) == []
+    assert (await repository.get_meta(tg(40))).state == ConversationState()
+    assert await repository.conversations("tg") == [cid]
+
+
+async def test_set_state_changes_the_state_outside_a_turn(repository: ChatRepository) -> None:
+    cid = tg(4)
+    await repository.append(cid, [user("plan a trip"), bot("how long?")], CONSULTING)
+    cancelled = ConversationState()
+    meta = await repository.set_state(cid, cancelled)
+    assert meta.state == cancelled
+    # It wins over the state the last turn carried, and stores no message.
+    assert (await repository.get_meta(cid)).state == cancelled
+    ctx = await repository.context(cid, 10)
+    assert ctx.meta.state == cancelled
+    assert [m.content for m in ctx.history] == ["plan a trip", "how long?"]
+    assert ctx.meta.messages_total == 2
+    # Later turns keep it until one changes it.
+    await repository.append(cid, [user("hi"), bot("hello")])
+    assert (await repository.get_meta(cid)).state == cancelled
+    await repository.append(cid, [user("again"), bot("round 1")], CONSULTING)
+    assert (await repository.get_meta(cid)).state == CONSULTING
+
+
+async def test_set_state_on_a_new_conversation(repository: ChatRepository) -> None:
+    meta = await repository.set_state(SESSION, CONSULTING)
+    assert meta.state == CONSULTING
+    assert (await repository.get_meta(SESSION)).state == CONSULTING
+    stored = await repository.append(SESSION, [user("first")])
+    assert stored[0].seq == 1
+    assert (await repository.context(SESSION, 5)).meta.state == CONSULTING
+
+
+async def test_reset_forgets_everything(repository: ChatRepository) -> None:
+    cid = tg(5)
+    await repository.append(cid, [user("remember me"), bot("sure")], CONSULTING)
+    assert await summarize(repository, cid, "a summary", 1, 2)
+    await repository.add_fact(cid, "likes tea", 10)
+    await repository.reset(cid)
+    assert await repository.tail(cid, 10) == []
+    assert await repository.get_summary(cid) == ""
+    assert await repository.get_facts(cid) == []
+    meta = await repository.get_meta(cid)
+    assert (meta.messages_total, meta.summarized_upto, meta.summaries_made) == (0, 0, 0)
+    assert meta.state == ConversationState()
+    stored = await repository.append(cid, [user("fresh")])
+    assert stored[0].seq == 1
+    ctx = await repository.context(cid, 10)
+    assert ctx.meta.state == ConversationState()
+    assert [m.content for m in ctx.history] == ["fresh"]
+
+
+async def test_reset_after_set_state_forgets_the_state(repository: ChatRepository) -> None:
+    await repository.set_state(SESSION, CONSULTING)
+    await repository.reset(SESSION)
+    assert (await repository.get_meta(SESSION)).state == ConversationState()
+    assert await repository.conversations("api") == []
+
+
+# -- streaming ---------------------------------------------------------------------------------
 
 
 async def test_iter_messages_streams_everything(repository: ChatRepository) -> None:
+    cid = tg(6)
     for i in range(500):
-        await repository.append(6, [user(f"m{i}")])
-    seen = [m.content async for m in repository.iter_messages(6)]
+        await repository.append(cid, [user(f"m{i}")])
+    seen = [m.content async for m in repository.iter_messages(cid)]
     assert seen == [f"m{i}" for i in range(500)]
-    assert [m async for m in repository.iter_messages(12345)] == []
+    assert [m async for m in repository.iter_messages(tg(12345))] == []
 
 
 async def test_iter_messages_after_seq_resumes_where_asked(repository: ChatRepository) -> None:
+    cid = tg(6)
     # Long lines push the archive past several read blocks, so resuming cannot be a lucky scan.
     for i in range(1, 3001):
-        await repository.append(6, [user(f"m{i} " + "x" * 200)])
+        await repository.append(cid, [user(f"m{i} " + "x" * 200)])
     for after in (0, 1, 1499, 2999, 3000, 5000):
-        seen = [m.seq async for m in repository.iter_messages(6, after_seq=after)]
+        seen = [m.seq async for m in repository.iter_messages(cid, after_seq=after)]
         assert seen == list(range(after + 1, 3001)), after
 
 
+# -- facts -------------------------------------------------------------------------------------
+
+
 async def test_facts_are_kept_deduplicated_and_removed(repository: ChatRepository) -> None:
-    assert await repository.get_facts(3) == []
-    assert await repository.add_fact(3, "My cat is called Tofu")
-    assert await repository.add_fact(3, "I live in Kraków")
-    assert not await repository.add_fact(3, "my cat is called tofu")
-    assert await repository.get_facts(3) == ["My cat is called Tofu", "I live in Kraków"]
-    assert (await repository.context(3, 5)).facts == ["My cat is called Tofu", "I live in Kraków"]
-    assert await repository.remove_facts(3, ["My cat is called Tofu", "absent"]) == [
+    cid = tg(3)
+    assert await repository.get_facts(cid) == []
+    assert await repository.add_fact(cid, "My cat is called Tofu", 10) is True
+    assert await repository.add_fact(cid, "I live in Kraków", 10) is True
+    assert await repository.add_fact(cid, "my cat is called tofu", 10) is False
+    assert await repository.get_facts(cid) == ["My cat is called Tofu", "I live in Kraków"]
+    assert (await repository.context(cid, 5)).facts == [
+        "My cat is called Tofu",
+        "I live in Kraków",
+    ]
+    assert await repository.remove_facts(cid, ["My cat is called Tofu", "absent"]) == [
         "My cat is called Tofu"
     ]
-    assert await repository.get_facts(3) == ["I live in Kraków"]
-    assert await repository.get_facts(4) == []
+    assert await repository.get_facts(cid) == ["I live in Kraków"]
+    assert await repository.get_facts(tg(4)) == []
+
+
+async def test_facts_are_capped(repository: ChatRepository) -> None:
+    cid = tg(3)
+    assert await repository.add_fact(cid, "one", 2) is True
+    assert await repository.add_fact(cid, "two", 2) is True
+    assert await repository.add_fact(cid, "three", 2) is None  # full
+    # Full, but this one is kept already: the user hears that, not "forget some first".
+    assert await repository.add_fact(cid, "ONE", 2) is False
+    assert await repository.get_facts(cid) == ["one", "two"]
+    assert await repository.remove_facts(cid, ["one"]) == ["one"]
+    assert await repository.add_fact(cid, "three", 2) is True
+    assert await repository.get_facts(cid) == ["two", "three"]
+
+
+async def test_the_fact_cap_holds_under_concurrent_adds(repository: ChatRepository) -> None:
+    cid = tg(3)
+    results = await asyncio.gather(
+        *(repository.add_fact(cid, f"fact {i}", 3) for i in range(10)),
+        *(repository.add_fact(cid, "FACT 0", 3) for _ in range(3)),
+    )
+    assert results.count(True) == 3
+    assert len(await repository.get_facts(cid)) == 3
+    assert set(results) <= {True, False, None}
+
+
+# -- concurrency and ids ---------------------------------------------------------------------
 
 
 async def test_concurrent_appends_keep_sequence_unique(repository: ChatRepository) -> None:
-    await asyncio.gather(*(repository.append(8, [user(f"u{i}"), bot(f"b{i}")]) for i in range(25)))
-    msgs = await repository.tail(8, 100)
+    cid = tg(8)
+    await asyncio.gather(
+        *(repository.append(cid, [user(f"u{i}"), bot(f"b{i}")]) for i in range(25))
+    )
+    msgs = await repository.tail(cid, 100)
     assert [m.seq for m in msgs] == list(range(1, 51))
     # Each append is one unit: a user line is always followed by its own answer.
     for q, a in zip(msgs[::2], msgs[1::2], strict=True):
         assert q.content[1:] == a.content[1:]
 
 
-@pytest.mark.parametrize("bad", [1.5, "1", "../etc", True, None])
-async def test_chat_id_must_be_an_integer(repository: ChatRepository, bad: object) -> None:
-    with pytest.raises(TypeError):
-        await repository.append(bad, [user("x")])  # type: ignore[arg-type]
+BAD_IDS: list[tuple[str, Callable[[], ConversationId]]] = [
+    ("tg-path", lambda: ConversationId("tg", "../etc")),
+    ("tg-slash", lambda: ConversationId("tg", "1/../../x")),
+    ("tg-zero", lambda: ConversationId("tg", "0")),
+    ("tg-newline", lambda: ConversationId("tg", "1\n")),
+    ("api-not-uuid", lambda: ConversationId("api", "not-a-uuid")),
+    ("api-path", lambda: ConversationId.api("../../etc/passwd")),
+    ("namespace", lambda: ConversationId("x", "1")),
+    ("namespace-path", lambda: ConversationId("..", "1")),
+    ("telegram-bool", lambda: ConversationId.telegram(True)),
+    ("telegram-float", lambda: ConversationId.telegram(1.5)),  # type: ignore[arg-type]
+    ("telegram-str", lambda: ConversationId.telegram("1")),  # type: ignore[arg-type]
+    ("parse-path", lambda: ConversationId.parse("../etc")),
+    ("parse-api-path", lambda: ConversationId.parse("api:../etc")),
+    ("parse-namespace", lambda: ConversationId.parse("x:1")),
+]
+
+
+@pytest.mark.parametrize("build", [b for _, b in BAD_IDS], ids=[name for name, _ in BAD_IDS])
+def test_invalid_ids_cannot_be_built(build: Callable[[], ConversationId]) -> None:
+    with pytest.raises(InvalidConversationId):
+        build()
+
+
+async def test_nothing_outside_data_dir_is_ever_touched(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    repo = FileRepository(data)
+    cids = [tg(5), tg(-100123), SESSION, ConversationId.parse("api:" + str(OTHER_SESSION.key))]
+    for cid in cids:
+        await repo.append(cid, [user("q"), bot("a")], CONSULTING)
+        assert await summarize(repo, cid, "s", 1, 2)
+        await repo.add_fact(cid, "a fact", 10)
+        await repo.set_state(cid, FINISHED)
+    for _, build in BAD_IDS:
+        with pytest.raises(InvalidConversationId):
+            await repo.append(build(), [user("escape")])
+    await repo.reset(OTHER_SESSION)
+    assert [p.name for p in tmp_path.iterdir()] == ["data"]
+    dirs = sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_dir())
+    assert dirs == sorted(["-100123", "5", "api", f"api/{SESSION.key}"])
+
+
+# -- the file backend: a state rides on its turn ---------------------------------------------
+
+
+async def test_a_turn_whose_meta_write_was_lost_keeps_its_state(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    cid = tg(11)
+    await repo.append(cid, [user("hi"), bot("hello")])
+    meta_path = tmp_path / "11" / "meta.json"
+    before = meta_path.read_bytes()
+    await repo.append(cid, [user("plan my trip"), bot("how long?")], CONSULTING)
+    meta_path.write_bytes(before)  # the process died between the append and the meta write
+    assert (await repo.get_meta(cid)).state == CONSULTING
+    ctx = await FileRepository(tmp_path).context(cid, 10)
+    assert ctx.meta.state == CONSULTING
+    assert ctx.meta.messages_total == 4
+    # The next round's turn carries on from it.
+    await repo.append(cid, [user("a week"), bot("the plan")], FINISHED)
+    assert (await repo.get_meta(cid)).state == FINISHED
+
+
+async def test_set_state_wins_over_the_last_turn_after_a_restart(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    cid = tg(11)
+    await repo.append(cid, [user("plan my trip"), bot("how long?")], CONSULTING)
+    await repo.set_state(cid, ConversationState())  # /cancel
+    assert (await repo.get_meta(cid)).state == ConversationState()
+    assert (await FileRepository(tmp_path).context(cid, 5)).meta.state == ConversationState()
+
+
+async def test_a_lost_meta_write_survives_the_next_turn(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    cid = tg(11)
+    await repo.append(cid, [user("plan my trip"), bot("how long?")], CONSULTING)
+    meta_path = tmp_path / "11" / "meta.json"
+    before = meta_path.read_bytes()
+    # The final round ends the consultation; its meta write is lost in a crash.
+    await repo.append(cid, [user("a week"), bot("the full plan")], FINISHED)
+    meta_path.write_bytes(before)
+    assert (await repo.get_meta(cid)).state == FINISHED  # read back from the turn's line
+    # After the restart, the next message is a plain chat turn: no state change.
+    await repo.append(cid, [user("thanks!"), bot("you're welcome")])
+    assert (await repo.get_meta(cid)).state == FINISHED
+
+
+async def test_a_turn_that_could_not_be_written_changes_no_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = FileRepository(tmp_path)
+    cid = tg(12)
+    await repo.append(cid, [user("plan my trip"), bot("how long?")], CONSULTING)
+
+    def disk_full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files_module, "write_all", disk_full)
+    with pytest.raises(OSError):
+        await repo.append(cid, [user("a week"), bot("the plan")], FINISHED)
+    monkeypatch.undo()
+    for reader in (repo, FileRepository(tmp_path)):
+        meta = await reader.get_meta(cid)
+        assert (meta.state, meta.messages_total) == (CONSULTING, 2)
+        assert [m.content for m in await reader.tail(cid, 10)] == ["plan my trip", "how long?"]

@@ -1,8 +1,10 @@
 """The Summarizer against the real FakeLLM server (over HTTP, through the real OpenAI client)
-and a real FileRepository in a temporary directory."""
+and a real FileRepository in a temporary directory; a reset racing a summary is timed with
+the in-process scripted model instead."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -12,12 +14,16 @@ from typing import Any
 import pytest
 from tests.conftest import API_KEY, StartBot
 from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.scripted import Reply as ScriptedReply
+from tests.scripted import ScriptedModel
 
+from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
 from membot.llm.summarizer import MAX_BLOCK_FACTOR, TOOL_RESULT_CHARS, Summarizer
-from membot.memory import FileRepository, Message
+from membot.memory import ChatRepository, FileRepository, MemoryRepository, Message
 
-CHAT = 77
+CHAT_ID = 77
+CHAT = ConversationId.telegram(CHAT_ID)
 
 
 @pytest.fixture
@@ -35,7 +41,7 @@ def repo(tmp_path: Path) -> FileRepository:
 
 
 def chat_files(repo: FileRepository) -> Path:
-    return repo.chat_dir(CHAT)
+    return repo.conversation_dir(CHAT)
 
 
 async def talk(repo: FileRepository, first: int, last: int) -> None:
@@ -257,8 +263,43 @@ async def test_summary_language_setting_reaches_the_running_bot(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
     await start_bot(summary_every=2, summary_language="Deutsch")
-    tg.push_text(CHAT, "hallo")
-    await tg.wait_for_messages(CHAT, 1)
+    tg.push_text(CHAT_ID, "hallo")
+    await tg.wait_for_messages(CHAT_ID, 1)
     await llm.wait_until(lambda: len(llm.summary_requests) == 1, what="the summary request")
     instructions, _ = prompt(llm.summary_requests[0])
     assert "Write the summary in Deutsch." in instructions
+
+
+@pytest.mark.parametrize("backend", ["files", "memory"])
+async def test_a_summary_made_across_a_reset_never_reaches_the_new_conversation(
+    tmp_path: Path, backend: str
+) -> None:
+    # The summary is being written by the model when the conversation is reset and begins
+    # anew: what comes back describes a conversation that no longer exists.
+    repository: ChatRepository = (
+        FileRepository(tmp_path) if backend == "files" else MemoryRepository()
+    )
+    gate = asyncio.Event()
+    model = ScriptedModel([ScriptedReply("Ann asked questions 1 and 2.", gate=gate)])
+    summarizer = Summarizer(model, repository, every=4)
+    for i in (1, 2):
+        await repository.append(
+            CHAT,
+            [Message(role="user", content=f"question {i}"), Message(role="assistant", content="a")],
+        )
+    summarizing = asyncio.create_task(summarizer.maybe_summarize(CHAT))
+    await model.wait_for_requests(1)
+    await repository.reset(CHAT)
+    for i in (1, 2):
+        await repository.append(
+            CHAT, [Message(role="user", content=f"new {i}"), Message(role="assistant", content="b")]
+        )
+    gate.set()
+    assert await summarizing is False
+    assert await repository.get_summary(CHAT) == ""
+    assert (await repository.get_meta(CHAT)).summarized_upto == 0
+    # The new conversation gets a summary of its own, made from its own messages only.
+    model.script("Ann said new things.")
+    assert await summarizer.maybe_summarize(CHAT) is True
+    assert "question" not in model.requests[-1].messages[-1]["content"]
+    assert await repository.get_summary(CHAT) == "Ann said new things."

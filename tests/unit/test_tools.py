@@ -11,10 +11,14 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import Field
 
+from membot.ids import ConversationId
 from membot.llm.tools import ToolCall, ToolContext, ToolError, ToolExecutor, ToolRegistry
-from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES, builtin
+from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES, MAX_FACTS, builtin
 from membot.llm.tools.calc import CalcError, evaluate
+from membot.memory import MemoryRepository
 from membot.memory.files import FileRepository
+
+CHAT = ConversationId.telegram(7)
 
 
 @pytest.fixture
@@ -24,7 +28,7 @@ async def repo(tmp_path: Path) -> FileRepository:
 
 @pytest.fixture
 def ctx(repo: FileRepository) -> ToolContext:
-    return ToolContext(chat_id=7, repository=repo)
+    return ToolContext(conversation=CHAT, repository=repo)
 
 
 def call(name: str, arguments: object = None, *, raw: str | None = None) -> ToolCall:
@@ -100,6 +104,7 @@ def test_subset_keeps_order_and_rejects_unknown_names() -> None:
         "forget",
         "current_datetime",
         "calculate",
+        "start_consultation",
     )
 
 
@@ -239,7 +244,54 @@ async def test_remember_forget_keep_facts_on_disk(
     assert gone.content == "Forgot: Anna likes green tea"
     [missing] = await executor.run([call("forget", {"fact": "coffee"})], ctx)
     assert missing.content.startswith("Error: no remembered fact matches 'coffee'")
-    assert await repo.get_facts(7) in (["The user's name is Anna"], ["the user's name is anna"])
+    assert await repo.get_facts(CHAT) in (["The user's name is Anna"], ["the user's name is anna"])
+
+
+async def test_remember_says_when_the_facts_are_full() -> None:
+    repo = MemoryRepository()
+    for i in range(MAX_FACTS):
+        assert await repo.add_fact(CHAT, f"fact {i}", MAX_FACTS)
+    ctx = ToolContext(conversation=CHAT, repository=repo)
+    new, known = await ToolExecutor(builtin, timeout=5).run(
+        [call("remember", {"fact": "one more"}), call("remember", {"fact": "FACT 3"})], ctx
+    )
+    assert new.content == f"Error: {MAX_FACTS} facts are already kept; forget some first"
+    assert known.content == "Already remembered: FACT 3"
+    assert len(await repo.get_facts(CHAT)) == MAX_FACTS
+
+
+class RecordingSwitch:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int | None]] = []
+
+    def start(self, request: str, rounds: int | None) -> str:
+        self.calls.append((request, rounds))
+        return "Consultation started."
+
+
+async def test_start_consultation_goes_through_the_turns_switch(repo: FileRepository) -> None:
+    switch = RecordingSwitch()
+    ctx = ToolContext(conversation=CHAT, repository=repo, consultation=switch)
+    executor = ToolExecutor(builtin, timeout=5)
+    with_rounds, default = await executor.run(
+        [
+            call("start_consultation", {"request": "  plan   my\ntrip ", "rounds": 4}),
+            call("start_consultation", {"request": "pick a laptop"}),
+        ],
+        ctx,
+    )
+    assert with_rounds.content == default.content == "Consultation started."
+    assert switch.calls == [("plan my trip", 4), ("pick a laptop", None)]
+    # Nothing is stored by the tool itself: the switch is committed with the turn.
+    assert (await repo.get_meta(CHAT)).state.mode == "chat"
+
+
+async def test_start_consultation_outside_plain_chat_is_an_error(ctx: ToolContext) -> None:
+    [result] = await ToolExecutor(builtin, timeout=5).run(
+        [call("start_consultation", {"request": "plan my trip"})], ctx
+    )
+    assert not result.ok
+    assert result.content == "Error: a consultation cannot be started now"
 
 
 async def test_current_datetime_in_a_time_zone(ctx: ToolContext) -> None:

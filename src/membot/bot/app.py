@@ -94,6 +94,8 @@ class MembotApp:
                 [BotCommand(command=c, description=d) for c, d in texts.COMMANDS]
             )
             replay = await self.inbox.unanswered(self.repository)
+            if self.api is not None:
+                await self.api.start()  # a port already taken fails the start-up cleanly
         except BaseException:
             # aiogram runs no shutdown when startup fails: release everything, then fail.
             await self._release()
@@ -106,8 +108,6 @@ class MembotApp:
             task = asyncio.create_task(self.dispatcher.feed_update(bot, update, replay=True))
             self._replays.add(task)
             task.add_done_callback(self._replays.discard)
-        if self.api is not None:
-            await self.api.start()
         if not self.settings.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(

@@ -50,7 +50,11 @@ def _build_validator(schema: dict[str, Any]) -> Any:
     # The answer is always a JSON object; a schema that forbids one could never be met.
     if kind != "object" and not (isinstance(kind, list) and "object" in kind):
         raise ValueError("outputSchema must describe a JSON object (type 'object')")
-    return cls(schema)
+    from referencing import Registry
+
+    # An empty registry that retrieves nothing: the schema is a client's text, and
+    # jsonschema's default would fetch a remote `$ref` from the network while checking.
+    return cls(schema, registry=Registry())
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +106,13 @@ class OutputSpec:
         if self._validator is None:
             return None
         from jsonschema.exceptions import best_match
+        from referencing.exceptions import Unresolvable
 
-        error = best_match(self._validator.iter_errors(value))
+        try:
+            error = best_match(self._validator.iter_errors(value))
+        except Unresolvable as exc:
+            # A `$ref` to anything outside the schema: never fetched, so never met.
+            return clip_reason(f"the schema refers to something it does not contain: {exc}")
         if error is None:
             return None
         return clip_reason(f"{error.message} (at {error.json_path})")

@@ -206,7 +206,11 @@ class FileRepository:
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
             fsync_dir(directory)
-        meta = self._load_meta(cid, last=stored[-1], known=True)
+        # Meta as the archive had it before this turn (a lost meta write of the previous turn
+        # is made good from its last line), then this turn's counters and state.
+        meta = self._load_meta(cid, last=last[0] if last else None, known=True)
+        meta.messages_total = stored[-1].seq
+        meta.adopt_turn_state(stored[-1])
         now = utcnow()
         meta.created_at = meta.created_at or now
         meta.updated_at = now

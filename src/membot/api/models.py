@@ -1,0 +1,301 @@
+"""The API's wire format: pydantic models that validate requests and shape responses. The
+OpenAPI document (`membot.api.openapi`) is generated from these same models, so what is
+described is what is enforced."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from enum import StrEnum
+from typing import Any, Final, Literal
+from urllib.parse import unquote
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from membot.core.sessions import SessionRequest
+from membot.llm.structured import load_schema
+from membot.memory.models import SessionConfig
+
+#: Larger bodies are refused (413) before they are parsed.
+MAX_BODY_BYTES: Final = 64 * 1024
+
+
+class ErrorCode(StrEnum):
+    INVALID_REQUEST = "INVALID_REQUEST"
+    INVALID_MAX_ROUNDS = "INVALID_MAX_ROUNDS"
+    MAX_ROUNDS_EXCEEDED = "MAX_ROUNDS_EXCEEDED"
+    DIALOG_COMPLETED = "DIALOG_COMPLETED"
+    MODEL_REJECTED = "MODEL_REJECTED"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    NOT_FOUND = "NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    SESSION_BUSY = "SESSION_BUSY"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
+    INVALID_OUTPUT = "INVALID_OUTPUT"
+    LLM_TIMEOUT = "LLM_TIMEOUT"
+
+
+# Each code's status, and the sentence it is answered with unless a closer one is given.
+_ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
+    ErrorCode.INVALID_REQUEST: (400, "The request could not be understood."),
+    ErrorCode.INVALID_MAX_ROUNDS: (400, "maxRounds must be at least 1."),
+    ErrorCode.MAX_ROUNDS_EXCEEDED: (400, "maxRounds is more than MAX_ROUNDS allows."),
+    ErrorCode.DIALOG_COMPLETED: (400, "This dialog is complete; start a new session."),
+    ErrorCode.MODEL_REJECTED: (400, "The model provider refused the request."),
+    ErrorCode.UNAUTHORIZED: (401, "A valid token is required (Authorization: Bearer ...)."),
+    ErrorCode.SESSION_NOT_FOUND: (404, "The session does not exist or has expired."),
+    ErrorCode.NOT_FOUND: (404, "There is nothing at this path."),
+    ErrorCode.METHOD_NOT_ALLOWED: (405, "This path does not take that method."),
+    ErrorCode.SESSION_BUSY: (409, "Another request of this session is in progress."),
+    ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body is larger than 64 KiB."),
+    ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
+    ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
+    ErrorCode.LLM_UNAVAILABLE: (502, "The model provider is unavailable right now."),
+    ErrorCode.INVALID_OUTPUT: (
+        502,
+        "The answer did not match the requested output format, even after a repair request.",
+    ),
+    ErrorCode.LLM_TIMEOUT: (504, "The model did not answer in time."),
+}
+ERROR_STATUS: Final = {code: status for code, (status, _) in _ERRORS.items()}
+ERROR_SENTENCE: Final = {code: sentence for code, (_, sentence) in _ERRORS.items()}
+
+#: The codes POST /api/chat can answer with; NOT_FOUND and METHOD_NOT_ALLOWED are routing's.
+CHAT_ERRORS: Final = tuple(
+    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED)
+)
+
+
+class ApiError(Exception):
+    """An answer other than 200: a code and a sentence for people (never logged: it may
+    quote the provider, and through it the request)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(code.value)
+        self.code = code
+        self.message = message or ERROR_SENTENCE[code]
+
+    @property
+    def status(self) -> int:
+        return ERROR_STATUS[self.code]
+
+    def body(self) -> dict[str, Any]:
+        return ErrorResponse(error=self.message, code=self.code).model_dump(mode="json")
+
+
+class ChatRequest(BaseModel):
+    """POST /api/chat. Strict: `"3"` is not a number and `"true"` not a boolean. Fields not
+    described here are ignored, as seed 000's clients send more than they must."""
+
+    model_config = ConfigDict(
+        strict=True, extra="ignore", frozen=True, alias_generator=to_camel, title="ChatRequest"
+    )
+
+    # Documented as a pattern, checked by the validator below with Python's idea of
+    # whitespace (a superset of the regex engine's), so "blank" means one thing.
+    message: str = Field(
+        description="The user's message; not blank.", json_schema_extra={"pattern": r"\S"}
+    )
+    model: str | None = Field(
+        default=None, min_length=1, description="The model for the new session's rounds."
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="Sent as max_tokens.")
+    disable_search: bool | None = Field(
+        default=None, description="No web search for this session even when WEB_SEARCH is on."
+    )
+    system_prompt: str | None = Field(
+        default=None, description="Replaces the configured system prompt for the session."
+    )
+    output_format: Literal["text", "json"] | None = Field(
+        default=None, description="json: the completing answer is a JSON object."
+    )
+    output_schema: dict[str, Any] | str | None = Field(
+        default=None,
+        description="A JSON Schema (an object, or JSON text) the completing answer must match.",
+    )
+    max_rounds: int | None = Field(
+        default=None,
+        description="Start a consultation of this many rounds (1 to MAX_ROUNDS).",
+    )
+    session_id: uuid.UUID | None = Field(
+        default=None, description="Continue this session; its first request's settings win."
+    )
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema(cls, value: dict[str, Any] | str | None) -> dict[str, Any] | None:
+        return None if value is None else check_output_schema(value)
+
+    @property
+    def schema_object(self) -> dict[str, Any] | None:
+        """outputSchema as an object (validation turned a string into one)."""
+        return self.output_schema if isinstance(self.output_schema, dict) else None
+
+    def to_session_request(self) -> SessionRequest:
+        config = SessionConfig(
+            model=self.model,
+            system_prompt=self.system_prompt,
+            max_tokens=self.max_tokens,
+            output_format=self.output_format or "text",
+            output_schema=self.schema_object,
+            disable_search=bool(self.disable_search),
+        )
+        return SessionRequest(
+            message=self.message,
+            session_id=self.session_id,
+            max_rounds=self.max_rounds,
+            config=config,
+        )
+
+
+class ChatResponse(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        serialize_by_alias=True,
+        json_schema_serialization_defaults_required=True,
+        title="ChatResponse",
+    )
+
+    content: str = Field(description="The answer (a JSON object's text for JSON output).")
+    model: str = Field(description="The model the provider reports for this answer.")
+    is_complete: bool = Field(description="The dialog is over; the session takes no more.")
+    round: int = Field(ge=1, description="The round this answer is.")
+    max_rounds: int = Field(ge=1, description="The session's number of rounds.")
+    session_id: uuid.UUID = Field(description="Send it back to continue the session.")
+
+
+class ErrorResponse(BaseModel):
+    model_config = ConfigDict(
+        title="ErrorResponse", json_schema_serialization_defaults_required=True
+    )
+
+    error: str = Field(description="What went wrong, in a sentence for people.")
+    code: ErrorCode
+
+
+class Health(BaseModel):
+    model_config = ConfigDict(title="Health", json_schema_serialization_defaults_required=True)
+
+    status: Literal["ok"] = "ok"
+
+
+def parse_chat_request(body: bytes) -> ChatRequest:
+    """The request, or ApiError(INVALID_REQUEST) saying what is wrong with it."""
+    try:
+        return ChatRequest.model_validate_json(body)
+    except ValidationError as exc:
+        raise ApiError(ErrorCode.INVALID_REQUEST, _sentence(exc)) from None
+
+
+def _sentence(exc: ValidationError) -> str:
+    """The first problem, in words; pydantic's messages name the rule, not the input."""
+    error = exc.errors(include_url=False, include_input=False)[0]
+    if error["type"] == "json_invalid":
+        return "The request body is not valid JSON."
+    if error["type"] == "model_type" or not error["loc"]:
+        return "The request body must be a JSON object."
+    where = ".".join(str(part) for part in error["loc"])
+    if error["type"] == "missing":
+        return f"The field {where} is required."
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if message.startswith(where):  # our own checks name the field already
+        return f"{message}."
+    return f"The field {where} is invalid: {message}."
+
+
+def check_output_schema(value: dict[str, Any] | str) -> dict[str, Any]:
+    """outputSchema as an object, checked; ValueError naming the field otherwise.
+
+    Beyond `load_schema`: a schema is the client's text that the server acts on, so it may
+    not make the server fetch anything. Only references inside the schema itself are
+    allowed (a remote `$ref` would be retrieved from the network when a reply is checked,
+    and an unresolvable one would fail there), and `$schema` must name a known draft."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValueError("outputSchema is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ValueError("outputSchema must be a JSON object")
+    try:
+        _check_dialect(value)
+        _check_refs(value, value)
+        return load_schema(value)
+    except (TypeError, RecursionError):
+        raise ValueError("outputSchema is not a valid JSON Schema") from None
+
+
+def _check_dialect(schema: dict[str, Any]) -> None:
+    if "$schema" not in schema:
+        return
+    from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+
+    dialect = schema["$schema"]
+    if not isinstance(dialect, str) or validator_for(schema, default=None) is None:
+        raise ValueError("outputSchema names an unknown $schema")
+
+
+def _check_refs(node: Any, root: dict[str, Any]) -> None:
+    """Every reference resolves within the schema, read as one resource: an `$id` below
+    the root would start another, against which "#..." means something else."""
+    if isinstance(node, list):
+        for item in node:
+            _check_refs(item, root)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, item in node.items():
+        if not isinstance(item, str):
+            _check_refs(item, root)
+        elif key == "$id" and node is not root:
+            raise ValueError("outputSchema may have an $id only at its root")
+        elif key in ("$ref", "$dynamicRef", "$recursiveRef") and not _resolves(item, root):
+            raise ValueError(f"outputSchema has a reference outside itself: {key}")
+
+
+def _resolves(ref: str, root: dict[str, Any]) -> bool:
+    """Whether `ref` names a place in `root`: "#", a JSON pointer, or an anchor."""
+    if not ref.startswith("#"):
+        return False
+    fragment = ref[1:]
+    if not fragment:
+        return True
+    if not fragment.startswith("/"):
+        return fragment in _anchors(root)
+    node: Any = root
+    for raw in fragment[1:].split("/"):
+        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
+
+
+def _anchors(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, item in node.items():
+            if key in ("$anchor", "$dynamicAnchor") and isinstance(item, str):
+                found.add(item)
+            else:
+                found |= _anchors(item)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _anchors(item)
+    return found

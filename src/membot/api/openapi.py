@@ -1,0 +1,123 @@
+"""The OpenAPI 3.1 description of the API, generated from the pydantic models that validate
+requests and shape responses (`membot.api.models`), so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from membot.api.models import (
+    CHAT_ERRORS,
+    ERROR_SENTENCE,
+    ERROR_STATUS,
+    ChatRequest,
+    ChatResponse,
+    ErrorCode,
+    ErrorResponse,
+    Health,
+)
+
+_REF = "#/components/schemas/{model}"
+_MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+    (ChatRequest, "validation"),
+    (ChatResponse, "serialization"),
+    (ErrorResponse, "serialization"),
+    (Health, "serialization"),
+]
+
+
+def build_document(max_rounds: int) -> dict[str, Any]:
+    """The document served at /api/openapi.json; `max_rounds` is MAX_ROUNDS."""
+    refs, schemas = models_json_schema(_MODELS, ref_template=_REF)
+    components: dict[str, Any] = schemas["$defs"]
+    _bound_integer(components["ChatRequest"]["properties"]["maxRounds"], 1, max_rounds)
+
+    def ref(model: type[BaseModel], mode: JsonSchemaMode) -> dict[str, Any]:
+        return dict(refs[(model, mode)])
+
+    chat = {
+        "summary": "Send a message: a single answer, a new session, or a session's next round",
+        "operationId": "chat",
+        "security": [{"bearerAuth": []}],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": ref(ChatRequest, "validation")}},
+        },
+        "responses": {
+            "200": _json("The answer", ref(ChatResponse, "serialization")),
+            **_errors(CHAT_ERRORS),
+            "default": _json("Any other error", _ERROR),
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "membot chat API",
+            "version": "1.0.0",
+            "description": (
+                "Single requests and multi-round dialogs with the assistant. A request "
+                "without maxRounds and sessionId is one complete round; maxRounds opens a "
+                "session of that many rounds; sessionId continues one."
+            ),
+        },
+        "paths": {
+            "/api/chat": {"post": chat},
+            "/api/openapi.json": {
+                "get": _open_get(
+                    "This document", {"type": "object"}, "openapi", "The OpenAPI document"
+                )
+            },
+            "/healthz": {
+                "get": _open_get(
+                    "Liveness", ref(Health, "serialization"), "health", "The server is up"
+                )
+            },
+        },
+        "components": {
+            "schemas": components,
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+_ERROR: dict[str, Any] = {"$ref": _REF.format(model="ErrorResponse")}
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(codes: tuple[ErrorCode, ...]) -> dict[str, Any]:
+    """One response per status, its schema narrowed to the codes that status carries."""
+    by_status: dict[int, list[ErrorCode]] = defaultdict(list)
+    for code in codes:
+        by_status[ERROR_STATUS[code]].append(code)
+    out: dict[str, Any] = {}
+    for status in sorted(by_status):
+        listed = by_status[status]
+        schema = {"allOf": [_ERROR, {"properties": {"code": {"enum": [c.value for c in listed]}}}]}
+        description = " ".join(f"{c.value}: {ERROR_SENTENCE[c]}" for c in listed)
+        out[str(status)] = _json(description, schema)
+    return out
+
+
+def _open_get(summary: str, schema: dict[str, Any], operation: str, ok: str) -> dict[str, Any]:
+    """A GET that needs no token."""
+    return {
+        "summary": summary,
+        "operationId": operation,
+        "security": [],
+        "responses": {"200": _json(ok, schema), "default": _json("An error", _ERROR)},
+    }
+
+
+def _bound_integer(prop: dict[str, Any], minimum: int, maximum: int) -> None:
+    """Document a range on an optional integer. Not enforced by the model on purpose:
+    out-of-range values have their own error codes."""
+    for branch in prop.get("anyOf", [prop]):
+        if branch.get("type") == "integer":
+            branch["minimum"] = minimum
+            branch["maximum"] = maximum

@@ -1,0 +1,323 @@
+"""The HTTP front door: aiohttp.web over the conversation core.
+
+    POST /api/chat          a message: one answer, a new session, or a session's next round
+    GET  /api/openapi.json  the OpenAPI 3.1 description (no token)
+    GET  /healthz           200 {"status": "ok"} (no token)
+
+Handlers only translate: bytes to a validated request, `Sessions` (membot.core.sessions)
+does the rest, and its errors and the model's become `{"error", "code"}` answers. Every
+request is logged once at INFO with its session, round, status and duration; never with
+message text, system prompts or tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from membot.api.models import (
+    MAX_BODY_BYTES,
+    ApiError,
+    ChatResponse,
+    ErrorCode,
+    Health,
+    parse_chat_request,
+)
+from membot.api.openapi import build_document
+from membot.config import Settings
+from membot.core.sessions import (
+    Clock,
+    DialogCompleted,
+    InvalidMaxRounds,
+    MaxRoundsExceeded,
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    Sessions,
+    SessionSweeper,
+    sweep_interval,
+)
+from membot.llm.errors import (
+    LLMError,
+    LLMInvalidOutput,
+    LLMRateLimited,
+    LLMRejected,
+    LLMTimeout,
+)
+from membot.memory.models import utcnow
+from membot.wiring import Core, build_core, shutdown_grace
+
+log = logging.getLogger("membot.api")
+
+#: `membot api` listens here when API_PORT is unset (with the bot, setting API_PORT is what
+#: turns the API on, so there it is always set).
+DEFAULT_PORT = 8080
+
+_SESSION = web.RequestKey("membot_session", str)
+_ROUND = web.RequestKey("membot_round", int)
+_CODE = web.RequestKey("membot_code", str)
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Provider refusals that are about our own account, not the client's request.
+_OUR_ACCOUNT = frozenset({401, 402, 403})
+
+
+class ApiServer:
+    """The API on API_HOST:API_PORT: `start()`, then `stop_accepting()` (no new requests;
+    those in progress finish), then `close()`. The session sweep runs while it is started."""
+
+    def __init__(self, settings: Settings, core: Core, *, clock: Clock = utcnow) -> None:
+        self.settings = settings
+        self.core = core
+        self.host = settings.api_host
+        self.port = settings.api_port or DEFAULT_PORT
+        self.sessions = Sessions(
+            core.service,
+            ttl=settings.session_ttl,
+            max_rounds=settings.max_rounds,
+            web_search=settings.web_search,
+            clock=clock,
+        )
+        self.sweeper = SessionSweeper(self.sessions, sweep_interval(settings.session_ttl))
+        self._tokens = tuple(_digest(t.get_secret_value()) for t in settings.api_tokens)
+        self._openapi = json.dumps(build_document(settings.max_rounds)).encode()
+        self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
+        self.app.router.add_post("/api/chat", self._chat)
+        self.app.router.add_get("/api/openapi.json", self._openapi_document)
+        self.app.router.add_get("/healthz", self._health)
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        # A request in progress when the server closes gets as long as a turn may take.
+        runner = web.AppRunner(
+            self.app, access_log=None, shutdown_timeout=shutdown_grace(self.settings)
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.sweeper.start()
+        log.info("HTTP API listening on %s", self.url)
+
+    async def stop_accepting(self) -> None:
+        """No new connections, and no new requests on open ones: idle keep-alive
+        connections close now, busy ones after the response in progress."""
+        runner = self._runner
+        if runner is None:
+            return
+        for site in list(runner.sites):
+            await site.stop()
+        if runner.server is not None:
+            runner.server.pre_shutdown()
+
+    async def close(self) -> None:
+        await self.sweeper.aclose()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            raise ApiError(ErrorCode.UNAUTHORIZED)
+        parsed = parse_chat_request(await _read_body(request))
+        if parsed.session_id is not None:
+            request[_SESSION] = str(parsed.session_id)
+        try:
+            reply = await self.sessions.chat(parsed.to_session_request())
+        except SessionError as exc:
+            raise _session_error(exc) from None
+        except LLMError as exc:
+            raise _llm_error(exc) from None
+        request[_SESSION] = str(reply.session_id)
+        request[_ROUND] = reply.round
+        response = ChatResponse(
+            content=reply.content,
+            model=reply.model,
+            is_complete=reply.complete,
+            round=reply.round,
+            max_rounds=reply.max_rounds,
+            session_id=reply.session_id,
+        )
+        return _json(200, response.model_dump(mode="json"))
+
+    async def _openapi_document(self, request: web.Request) -> web.Response:
+        return web.Response(body=self._openapi, content_type="application/json")
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return _json(200, Health().model_dump(mode="json"))
+
+    def _authorized(self, request: web.Request) -> bool:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        presented = _digest(token.strip())
+        # Every token is compared, in constant time and as digests of one length: neither
+        # timing nor the order of API_TOKENS tells a caller how close a guess came.
+        matched = False
+        for known in self._tokens:
+            matched |= hmac.compare_digest(presented, known)
+        return matched and scheme.lower() == "bearer"
+
+    # -- every request: errors as JSON, one log line -----------------------------------------
+
+    @web.middleware
+    async def _envelope(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        started = time.perf_counter()
+        try:
+            response = await handler(request)
+        except ApiError as exc:
+            response = _error_response(exc)
+            request[_CODE] = exc.code.value
+        except web.HTTPException as exc:  # routing: unknown path, wrong method
+            error = _http_error(exc)
+            response = _error_response(error)
+            if "Allow" in exc.headers:
+                response.headers["Allow"] = exc.headers["Allow"]
+            request[_CODE] = error.code.value
+        except Exception as exc:
+            # No traceback at ERROR: frames and messages may quote the request.
+            log.error("unexpected %s in %s", type(exc).__name__, request.method)
+            log.debug("unexpected error", exc_info=True)
+            response = _error_response(ApiError(ErrorCode.INTERNAL_ERROR))
+            request[_CODE] = ErrorCode.INTERNAL_ERROR.value
+        log.info(
+            "%s %s status=%d session=%s round=%s code=%s duration=%.3fs",
+            request.method,
+            request.rel_url.raw_path[:100],  # still %-encoded: no line breaks in the log
+            response.status,
+            request.get(_SESSION, "-"),
+            request.get(_ROUND, "-"),
+            request.get(_CODE, "-"),
+            time.perf_counter() - started,
+        )
+        return response
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "replace")).digest()
+
+
+async def _read_body(request: web.Request) -> bytes:
+    """The body, refused past MAX_BODY_BYTES: by its declared length before reading, and
+    by what actually arrives (a chunked body declares none)."""
+    too_large = ApiError(ErrorCode.PAYLOAD_TOO_LARGE)
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise too_large
+    body = bytearray()
+    async for chunk in request.content.iter_any():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise too_large
+    return bytes(body)
+
+
+def _json(status: int, payload: dict[str, Any]) -> web.Response:
+    return web.Response(
+        body=json.dumps(payload).encode(), status=status, content_type="application/json"
+    )
+
+
+def _error_response(error: ApiError) -> web.Response:
+    response = _json(error.status, error.body())
+    if error.code is ErrorCode.UNAUTHORIZED:
+        response.headers["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def _http_error(exc: web.HTTPException) -> ApiError:
+    code = _ROUTING.get(exc.status)
+    if code is None:
+        code = ErrorCode.INVALID_REQUEST if exc.status < 500 else ErrorCode.INTERNAL_ERROR
+    return ApiError(code)
+
+
+def _session_error(exc: SessionError) -> ApiError:
+    code = _SESSION_CODES[type(exc)]
+    # The round limits name their bound; the other sentences are fixed.
+    return ApiError(code, f"{exc}." if code in _ROUND_LIMITS else None)
+
+
+def _llm_error(exc: LLMError) -> ApiError:
+    if isinstance(exc, LLMRejected) and exc.status not in _OUR_ACCOUNT:
+        reason = exc.reason or "no reason given"
+        return ApiError(
+            ErrorCode.MODEL_REJECTED, f"The model provider refused the request: {reason}"
+        )
+    # Unavailable, or a refusal of our own credentials: nothing the client can fix.
+    code = next((c for kind, c in _LLM_CODES if isinstance(exc, kind)), ErrorCode.LLM_UNAVAILABLE)
+    return ApiError(code)
+
+
+_ROUTING = {
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+}
+_SESSION_CODES: dict[type[SessionError], ErrorCode] = {
+    SessionNotFound: ErrorCode.SESSION_NOT_FOUND,
+    DialogCompleted: ErrorCode.DIALOG_COMPLETED,
+    InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
+    MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
+    SessionBusy: ErrorCode.SESSION_BUSY,
+}
+_ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
+_LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
+    (LLMRateLimited, ErrorCode.LLM_RATE_LIMITED),
+    (LLMTimeout, ErrorCode.LLM_TIMEOUT),
+    (LLMInvalidOutput, ErrorCode.INVALID_OUTPUT),
+)
+# -- `membot api` ------------------------------------------------------------------------------
+
+
+async def serve_forever(settings: Settings, on_ready: Callable[[], object] | None = None) -> None:
+    """Serve the API alone until SIGINT or SIGTERM, then shut down gracefully: stop taking
+    requests, let those in progress finish, release everything."""
+    core = build_core(settings)
+    server = ApiServer(settings, core)
+    try:
+        await server.start()
+        if on_ready is not None:
+            on_ready()
+        log.info(
+            "membot api started on %s: model=%s data_dir=%s",
+            server.url,
+            settings.openrouter_model,
+            settings.data_dir,
+        )
+        await _until_signalled()
+        log.info("membot api stopping")
+        await server.stop_accepting()
+        await core.service.wait_idle(shutdown_grace(settings))
+    finally:
+        await server.close()
+        await core.aclose()
+    log.info("membot api stopped")
+
+
+async def _until_signalled() -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,281 @@
+"""Sessions: dialogs opened by a request rather than by a chat (the HTTP API's, seed 000).
+
+A session is a conversation in the `api` namespace, stored like any other (window, summary,
+tools, archive). Its first request fixes its settings (`SessionConfig`, kept in the
+conversation's state with its first turn) and whether it is one plain round or a
+consultation of N rounds; later requests only add the user's next message. A session idle
+for longer than the TTL is gone: refused at once when asked for, and reset by the sweep.
+
+Nothing here knows HTTP: the front door maps the errors below to its own statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from membot.agent import Incoming, TurnOptions, TurnResult
+from membot.core.service import ConversationBusy, ConversationService
+from membot.ids import API, ConversationId
+from membot.llm.client import CallOptions
+from membot.llm.structured import OutputSpec
+from membot.memory.models import ChatMeta, ConversationState, SessionConfig, utcnow
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+
+
+class SessionError(Exception):
+    """A request the session cannot take; str() is safe to log (no message text)."""
+
+
+class SessionNotFound(SessionError):
+    """No such session, or it expired."""
+
+
+class DialogCompleted(SessionError):
+    """The session's dialog is over: its last round has been answered."""
+
+
+class InvalidMaxRounds(SessionError):
+    """maxRounds below 1."""
+
+
+class MaxRoundsExceeded(SessionError):
+    """maxRounds above MAX_ROUNDS."""
+
+
+class SessionBusy(SessionError):
+    """Another request of the session is being answered; this one is refused, not queued."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRequest:
+    message: str
+    session_id: uuid.UUID | None = None
+    max_rounds: int | None = None
+    config: SessionConfig = field(default_factory=SessionConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReply:
+    session_id: uuid.UUID
+    content: str
+    model: str
+    round: int
+    max_rounds: int
+    complete: bool
+
+
+class _Quiet:
+    """The ReplySink of a request/response exchange: the answer is returned, and text the
+    model writes beside a tool call is kept in the archive only (HTTP has no place for it)."""
+
+    async def progress(self, text: str) -> None:
+        return None
+
+    async def answer(self, result: TurnResult) -> None:
+        return None
+
+
+def sweep_interval(ttl: float) -> float:
+    """How often expired sessions are looked for: at least once a minute, and at least twice
+    per TTL so that none outlives it by much."""
+    return min(60.0, ttl / 2)
+
+
+class Sessions:
+    def __init__(
+        self,
+        service: ConversationService,
+        *,
+        ttl: float,
+        max_rounds: int,
+        web_search: bool,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.service = service
+        self.repository = service.repository
+        self.ttl = timedelta(seconds=ttl)
+        self.max_rounds = max_rounds
+        self.web_search = web_search
+        self.clock = clock
+
+    async def chat(self, request: SessionRequest) -> SessionReply:
+        """Answer one request: open a session or take its next round. Raises SessionError,
+        or LLMError (and then nothing changed: a failed first round opens no session)."""
+        self._check_rounds(request.max_rounds)
+        if request.session_id is None:
+            return await self._open(request)
+        return await self._continue(request.session_id, request.message)
+
+    def _check_rounds(self, rounds: int | None) -> None:
+        if rounds is None:
+            return
+        if rounds < 1:
+            raise InvalidMaxRounds("maxRounds must be at least 1")
+        if rounds > self.max_rounds:
+            raise MaxRoundsExceeded(f"maxRounds must be at most {self.max_rounds}")
+
+    async def _open(self, request: SessionRequest) -> SessionReply:
+        sid = uuid.uuid4()
+        cid = ConversationId.api(sid)
+        config = request.config
+        if request.max_rounds is None:
+            # One plain round (no round text in the prompt), and the dialog is over.
+            initial = ConversationState(
+                round=1,
+                max_rounds=1,
+                initial_request=request.message,
+                complete=True,
+                session=config,
+            )
+            options = self._options(config, state=initial)
+        else:
+            options = self._options(
+                config, state=ConversationState(session=config), start=request.max_rounds
+            )
+        async with self._turn(cid):
+            result = await self.service.say(Incoming(cid, request.message), _Quiet(), options)
+        return _reply(sid, result)
+
+    async def _continue(self, sid: uuid.UUID, message: str) -> SessionReply:
+        cid = ConversationId.api(sid)
+        async with self._turn(cid):
+            meta = await self.repository.get_meta(cid)
+            config = meta.state.session
+            if meta.messages_total == 0 or config is None:
+                raise SessionNotFound("no such session")
+            if self._expired(meta):
+                # Gone the moment it expired, whether or not the sweep has come by yet.
+                await self.service.reset(cid)
+                log.info("%s: session expired", cid)
+                raise SessionNotFound("the session expired")
+            if not meta.state.consulting:
+                raise DialogCompleted("the dialog is complete")
+            result = await self.service.say(Incoming(cid, message), _Quiet(), self._options(config))
+        return _reply(sid, result)
+
+    @asynccontextmanager
+    async def _turn(self, cid: ConversationId) -> AsyncIterator[None]:
+        """The session's turn, or SessionBusy at once: a round is never queued behind
+        another, so rounds cannot interleave or be counted twice."""
+        async with AsyncExitStack() as stack:
+            try:
+                await stack.enter_async_context(self.service.exclusive(cid))
+            except ConversationBusy:
+                raise SessionBusy("another request of this session is in progress") from None
+            yield
+
+    def _options(
+        self,
+        config: SessionConfig,
+        *,
+        state: ConversationState | None = None,
+        start: int | None = None,
+    ) -> TurnOptions:
+        structured = config.output_format == "json" or config.output_schema is not None
+        return TurnOptions(
+            start=start,
+            system_prompt=config.system_prompt,
+            call=CallOptions(
+                model=config.model,
+                max_tokens=config.max_tokens,
+                web_search=self.web_search and not config.disable_search,
+            ),
+            output=OutputSpec(config.output_schema) if structured else None,
+            state=state,
+            consult_tool=False,  # a session's shape is its first request's, not the model's
+        )
+
+    def _expired(self, meta: ChatMeta) -> bool:
+        last = meta.updated_at or meta.created_at
+        return last is None or self.clock() - last > self.ttl
+
+    def _stale(self, meta: ChatMeta) -> bool:
+        """Expired, or never a session (a directory left without a first turn)."""
+        return meta.messages_total == 0 or self._expired(meta)
+
+    async def sweep(self) -> int:
+        """Reset every expired session; how many were. A session in use is not idle."""
+        removed = 0
+        for cid in await self.repository.conversations(API):
+            if not self._stale(await self.repository.get_meta(cid)):
+                continue
+            try:
+                async with self.service.exclusive(cid):
+                    # Looked at again under its turn: a request may have just renewed it.
+                    if self._stale(await self.repository.get_meta(cid)):
+                        await self.service.reset(cid)
+                        removed += 1
+            except ConversationBusy:
+                continue
+        if removed:
+            log.info("sessions: %d expired session(s) removed", removed)
+        return removed
+
+
+def _reply(sid: uuid.UUID, result: TurnResult) -> SessionReply:
+    plan = result.plan
+    return SessionReply(
+        session_id=sid,
+        content=result.reply,
+        model=result.model,
+        round=plan.round if plan else 1,
+        max_rounds=plan.max_rounds if plan else 1,
+        complete=result.complete,
+    )
+
+
+class SessionSweeper:
+    """The background sweep: `Sessions.sweep` every `interval` seconds until closed.
+
+    `wait_for_sweep()` lets a caller (a test) wait for a whole sweep that began after it
+    asked, instead of sleeping for a guessed time."""
+
+    def __init__(self, sessions: Sessions, interval: float) -> None:
+        self.sessions = sessions
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self._started = 0
+        self._done = 0
+        self._cond = asyncio.Condition()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="membot-session-sweep")
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    @property
+    def sweeps(self) -> int:
+        """How many sweeps have finished."""
+        return self._done
+
+    async def wait_for_sweep(self, timeout: float = 10.0) -> None:
+        target = self._started + 1
+        async with asyncio.timeout(timeout), self._cond:
+            await self._cond.wait_for(lambda: self._done >= target)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)  # the sweep's period, not synchronisation
+            self._started += 1
+            try:
+                await self.sessions.sweep()
+            except Exception as exc:
+                # Storage trouble: try again next time rather than stop sweeping for good.
+                log.warning("session sweep failed: %s", type(exc).__name__)
+            async with self._cond:
+                self._done += 1
+                self._cond.notify_all()

@@ -1,0 +1,246 @@
+"""The core without a network: a scripted in-process `ChatModel` and a recording `ReplySink`.
+
+    model = ScriptedModel([
+        Reply("Let me check.", tool_call("calculate", expression="6*7")),
+        "It is 42.",
+    ])
+
+A script item is one reply of the model, used by the requests in the order they arrive:
+
+    "text"                      an answer
+    {...} / [{...}, ...]        tool calls in OpenAI's shape (see `tool_call`), no text
+    Reply(text, *calls, gate=)  both, and optionally an asyncio.Event the reply waits for
+    LLMResponse(...)            exactly this
+    an exception (or its class) raised by `complete`, as a failing provider would
+
+Every request is recorded (messages, purpose, tools, tool_choice, options) before its reply
+is given, so a test can look at what the model was shown while the reply is held by a gate.
+A request beyond the script is recorded in `unexpected` and fails with AssertionError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from membot.agent import TurnResult
+from membot.llm.client import CallOptions, ChatMessage, LLMResponse
+
+MODEL = "scripted/model"
+
+ToolCallDict = dict[str, Any]
+
+
+def tool_call(name: str, call_id: str | None = None, /, **arguments: Any) -> ToolCallDict:
+    """One tool call as a provider returns it in `tool_calls`."""
+    return {
+        "id": call_id or f"call_{uuid.uuid4().hex[:12]}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+    }
+
+
+def hermes_call(name: str, /, **arguments: Any) -> str:
+    """The same call written as Hermes text, for models without native tool calling."""
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+class Reply:
+    """A reply with text and/or tool calls; `gate`, when given, holds it until set."""
+
+    __slots__ = ("gate", "model", "text", "tool_calls")
+
+    def __init__(
+        self,
+        text: str = "",
+        *tool_calls: ToolCallDict,
+        gate: asyncio.Event | None = None,
+        model: str = MODEL,
+    ) -> None:
+        self.text = text
+        self.tool_calls = tuple(tool_calls)
+        self.gate = gate
+        self.model = model
+
+
+ScriptItem: TypeAlias = (
+    str
+    | ToolCallDict
+    | list[ToolCallDict]
+    | Reply
+    | LLMResponse
+    | BaseException
+    | type[BaseException]
+)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call of `complete`, as the model received it."""
+
+    messages: list[ChatMessage]
+    purpose: str
+    tools: list[dict[str, Any]] | None
+    tool_choice: str | None
+    options: CallOptions | None
+
+    @property
+    def system(self) -> str:
+        """The system prompt ("" when the request has none)."""
+        first = self.messages[0] if self.messages else {}
+        return str(first.get("content") or "") if first.get("role") == "system" else ""
+
+    @property
+    def last(self) -> ChatMessage:
+        return self.messages[-1]
+
+    @property
+    def user_texts(self) -> list[str]:
+        return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The function tools declared in `tools` (native mode), in order."""
+        return [t["function"]["name"] for t in self.tools or () if t.get("type") == "function"]
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        return self.options.response_format if self.options else None
+
+
+class ScriptedModel:
+    """A `ChatModel` that answers from a script and records every request."""
+
+    def __init__(self, replies: Iterable[ScriptItem] = ()) -> None:
+        self.replies: list[ScriptItem] = list(replies)
+        self.requests: list[Request] = []
+        self.unexpected: list[Request] = []
+        self.closed = False
+        # Made on first use, inside the running loop.
+        self._arrived: asyncio.Condition | None = None
+
+    def script(self, *replies: ScriptItem) -> None:
+        """More replies, after those already scripted."""
+        self.replies.extend(replies)
+
+    @property
+    def chat_requests(self) -> list[Request]:
+        return [r for r in self.requests if r.purpose == "chat"]
+
+    def _condition(self) -> asyncio.Condition:
+        if self._arrived is None:
+            self._arrived = asyncio.Condition()
+        return self._arrived
+
+    async def wait_for_requests(self, count: int) -> list[Request]:
+        """Wait until `count` requests have arrived (whatever their replies are doing)."""
+        condition = self._condition()
+        async with condition:
+            await condition.wait_for(lambda: len(self.requests) >= count)
+        return self.requests[:count]
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> LLMResponse:
+        request = Request(
+            messages=copy.deepcopy(list(messages)),
+            purpose=purpose,
+            tools=copy.deepcopy(list(tools)) if tools is not None else None,
+            tool_choice=tool_choice,
+            options=options,
+        )
+        self.requests.append(request)
+        condition = self._condition()
+        async with condition:
+            condition.notify_all()
+        if not self.replies:
+            self.unexpected.append(request)
+            raise AssertionError(f"the script has no reply for request #{len(self.requests)}")
+        item = self.replies.pop(0)
+        if isinstance(item, Reply) and item.gate is not None:
+            await item.gate.wait()
+        return _response(item)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def _response(item: ScriptItem) -> LLMResponse:
+    if isinstance(item, BaseException):
+        raise item
+    if isinstance(item, type) and issubclass(item, BaseException):
+        raise item("scripted failure")
+    if isinstance(item, LLMResponse):
+        return item
+    if isinstance(item, str):
+        return LLMResponse(content=item, model=MODEL, finish_reason="stop")
+    if isinstance(item, dict):
+        return LLMResponse(content="", tool_calls=(item,), model=MODEL, finish_reason="tool_calls")
+    if isinstance(item, list):
+        return LLMResponse(
+            content="", tool_calls=tuple(item), model=MODEL, finish_reason="tool_calls"
+        )
+    if isinstance(item, Reply):
+        return LLMResponse(
+            content=item.text,
+            tool_calls=item.tool_calls,
+            model=item.model,
+            finish_reason="tool_calls" if item.tool_calls else "stop",
+        )
+    raise TypeError(f"not a script item: {item!r}")
+
+
+AnswerHook = Callable[[TurnResult], Awaitable[None]]
+
+
+class RecordingSink:
+    """A `ReplySink` that keeps what the agent said: progress texts and answered results.
+
+    `on_answer` runs inside `answer()` (to look at storage at that very moment); `journal`,
+    shared between sinks, records `(label, reply)` in the order answers arrive.
+    """
+
+    def __init__(
+        self,
+        label: str = "",
+        *,
+        on_answer: AnswerHook | None = None,
+        journal: list[tuple[str, str]] | None = None,
+        fail_progress: bool = False,
+    ) -> None:
+        self.label = label
+        self.on_answer = on_answer
+        self.journal = journal
+        self.fail_progress = fail_progress
+        self.progress_texts: list[str] = []
+        self.answers: list[TurnResult] = []
+        self.events: list[tuple[str, str]] = []
+
+    async def progress(self, text: str) -> None:
+        self.progress_texts.append(text)
+        self.events.append(("progress", text))
+        if self.fail_progress:
+            raise ConnectionError("the progress note could not be sent")
+
+    async def answer(self, result: TurnResult) -> None:
+        self.answers.append(result)
+        self.events.append(("answer", result.reply))
+        if self.journal is not None:
+            self.journal.append((self.label, result.reply))
+        if self.on_answer is not None:
+            await self.on_answer(result)
+
+    @property
+    def replies(self) -> list[str]:
+        return [result.reply for result in self.answers]
