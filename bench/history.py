@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import Row, fakes, make_membot, median, percentile, row, running
+from membot.ids import ConversationId
 from membot.memory.files import MESSAGES, META, SUMMARIES_LOG, SUMMARY
-from membot.memory.models import ChatMeta, Message, Summary
+from membot.memory.models import ChatMeta, Message, Summary, new_generation
 
 BENCH = "history"
 TARGET_RATIO = 1.15
@@ -80,7 +81,8 @@ def prefill(data_dir: Path, chat_id: int, count: int) -> None:
     summary = Summary(text=SUMMARY_TEXT, covers_from=1, covers_to=count, ts=last)
     (directory / SUMMARIES_LOG).write_text(summary.to_json() + "\n", encoding="utf-8")
     meta = ChatMeta(
-        chat_id=chat_id,
+        conversation=ConversationId.telegram(chat_id),
+        generation=new_generation(),
         messages_total=count,
         summarized_upto=count,
         summaries_made=max(1, count // 20),

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from tests.search_corpus import Conversation, generate_conversation, recall_at_k
 
+from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 from membot.search import HistorySearch
 
 BENCHMARK = "search_history"
-CHAT_ID = 100_500
+CHAT_ID = ConversationId.telegram(100_500)
+SMALL_CHAT_ID = ConversationId.telegram(100_501)
 MESSAGES = 100_000
 QUERIES = 200
 APPENDED = 20
@@ -39,7 +41,7 @@ def _row(case: str, metric: str, value: float, unit: str, target: str) -> Row:
     }
 
 
-async def _store(repo: FileRepository, chat_id: int, conversation: Conversation) -> None:
+async def _store(repo: FileRepository, chat_id: ConversationId, conversation: Conversation) -> None:
     # Through the repository, so seqs, meta.json and the file format are the real ones;
     # big batches keep it to a few dozen fsyncs.
     step = 5_000
@@ -72,7 +74,9 @@ def _percentile(samples: list[float], pct: float) -> float:
     return ordered[index]
 
 
-async def _recall(search: HistorySearch, chat_id: int, conversation: Conversation) -> float:
+async def _recall(
+    search: HistorySearch, chat_id: ConversationId, conversation: Conversation
+) -> float:
     async def seqs(query: str, k: int) -> list[int]:
         return [hit.seq for hit in await search.search(chat_id, query, k)]
 
@@ -120,8 +124,8 @@ async def _run(root: Path) -> list[Row]:
         rows.append(_row(case, "recall@5 (planted facts)", recall, "ratio", ">= 0.9"))
 
         small = generate_conversation(SMALL_MESSAGES)
-        await _store(repo, CHAT_ID + 1, small)
-        recall = await _recall(search, CHAT_ID + 1, small)
+        await _store(repo, SMALL_CHAT_ID, small)
+        recall = await _recall(search, SMALL_CHAT_ID, small)
         small_case = f"{SMALL_MESSAGES // 1000}k messages"
         rows.append(_row(small_case, "recall@5 (planted facts)", recall, "ratio", ">= 0.9"))
     finally:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from membot.core.consult import RoundPlan
+from membot.core.facts import FactsDraft
 from membot.core.turn import ConsultSwitch, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
@@ -15,7 +16,7 @@ from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.prompt import PromptBuilder, to_chat_message
 from membot.llm.summarizer import HistoryCompressor
 from membot.llm.tools import NativeMode, ToolContext, ToolExecutor, ToolMode, ToolRegistry
-from membot.llm.tools.builtin import CONSULTATION_TOOL
+from membot.llm.tools.builtin import CONSULTATION_TOOL, MAX_FACTS
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
 from membot.tasks import TaskSupervisor
@@ -119,8 +120,13 @@ class Agent:
             )
 
         messages = [system(plan), *window, to_chat_message(user, group=incoming.group)]
+        facts = FactsDraft(self.repository, cid, MAX_FACTS)
         tool_ctx = ToolContext(
-            conversation=cid, repository=self.repository, search=self.search, consultation=switch
+            conversation=cid,
+            repository=self.repository,
+            search=self.search,
+            consultation=switch,
+            facts=facts,
         )
         produced, response = await self._run(messages, sink, tool_ctx, plan, system, opts, switch)
         if switch is not None and switch.plan is not None:
@@ -130,6 +136,7 @@ class Agent:
         if after is None and fresh and opts.state is not None:
             after = opts.state  # a new API session: its settings are kept with its first turn
         stored = await self.repository.append(cid, [user, *produced], state=after)
+        await facts.commit()  # what the tools changed, now that the turn is kept
         result = TurnResult(
             reply=produced[-1].content,
             model=response.model,
@@ -177,7 +184,7 @@ class Agent:
                     if not produced:
                         raise LLMUnavailable("the model returned an empty answer")
                     text = GAVE_UP
-                elif output is not None:
+                if output is not None:  # GAVE_UP too: the answer must be what was asked
                     text, response = await self._checked(messages, text, response, output, call)
                 produced.append(Message(role="assistant", content=text))
                 return produced, response

@@ -17,6 +17,7 @@ import pytest
 
 from membot.api.server import DEFAULT_PORT, ApiServer
 from membot.core.consult import FINAL_NOTE
+from membot.ids import ConversationId
 from membot.llm.client import WEB_SEARCH_TOOL
 from membot.wiring import build_core
 from tests import api_support
@@ -234,6 +235,14 @@ INVALID_BODIES: list[Any] = [
     {"message": "hi", "outputSchema": {"properties": {"a": {"$id": "http://x/a", "$ref": "#"}}}},
     {"message": "hi", "outputSchema": {"$schema": ["x"]}},
     {"message": "hi", "outputSchema": {"$schema": "https://example.com/unknown"}},
+    {"message": "hi", "outputSchema": {"properties": {"a": {"pattern": "(unclosed"}}}},
+    {
+        "message": "hi",
+        "outputSchema": {"patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+    },
+    # A model id is logged: line breaks and spaces could forge log lines.
+    {"message": "hi", "model": "openai/gpt-4o\nERROR forged line"},
+    {"message": "hi", "model": "a model"},
 ]
 
 
@@ -538,6 +547,35 @@ async def test_an_expired_session_is_gone_at_once(api: RunningApi, llm: FakeLLM)
         assert not api.session_dir(session).exists()
     assert len(llm.chat_requests) == 2
     assert api.server.sweeper.sweeps == 0  # gone before any sweep came by
+
+
+async def test_an_expired_session_being_swept_is_not_found_rather_than_busy(
+    api: RunningApi, llm: FakeLLM
+) -> None:
+    sid = await open_session(api, 3)
+    api.clock.advance(api.settings.session_ttl + 1)
+    # Whoever holds the expired session's turn (the sweep deleting it, here the test), a
+    # request for it is SESSION_NOT_FOUND, not SESSION_BUSY.
+    async with api.core.service.exclusive(ConversationId.api(sid)):
+        answer = await api.client.chat({"message": "still there?", "sessionId": sid})
+    assert (answer.status, answer.code) == (404, "SESSION_NOT_FOUND")
+
+
+async def test_a_fact_remembered_in_a_failed_round_is_not_kept(
+    api: RunningApi, llm: FakeLLM
+) -> None:
+    sid = await open_session(api, 3)
+    remember = {"function": {"name": "remember", "arguments": {"fact": "The user is a beginner"}}}
+    llm.script(Reply(content=None, tool_calls=[remember]), Reply(status=503))
+    answer = await api.client.chat({"message": "I'm a beginner", "sessionId": sid})
+    assert (answer.status, answer.code) == (502, "LLM_UNAVAILABLE")
+    assert not (api.session_dir(sid) / "facts.json").exists()
+    # Sent again, the round goes through, and only now is the fact kept.
+    llm.script(Reply(content=None, tool_calls=[remember]), "Noted.")
+    answer = await api.client.chat({"message": "I'm a beginner", "sessionId": sid})
+    assert (answer.status, answer.body["round"]) == (200, 2)
+    facts = json.loads((api.session_dir(sid) / "facts.json").read_text())["facts"]
+    assert [f["text"] for f in facts] == ["The user is a beginner"]
 
 
 async def test_the_sweep_removes_expired_sessions(start_api: StartApi, llm: FakeLLM) -> None:

@@ -30,8 +30,8 @@ CHAT = ConversationId.telegram(-100777)
 OTHER_TOOLS = [name for name in BUILTIN_TOOL_NAMES if name != CONSULTATION_TOOL]
 # Quotes, braces and a line break: the final round must quote the request exactly as given.
 REQUEST = 'Plan my "trip" to Kazan {3 days}\nwith a budget of 500 €'
-# What the model passes to `start_consultation` (the tool folds whitespace).
-ASKED = 'Plan my "trip" to Kazan {3 days} with a budget of 500 €'
+# What the model passes to `start_consultation`: kept verbatim, line break included.
+ASKED = REQUEST
 
 MakeAgent = Callable[..., Agent]
 
@@ -504,6 +504,39 @@ async def test_only_the_answer_that_completes_a_consultation_has_the_format(
     assert final.response_format == spec.response_format()
     assert json.loads(result.reply) == {"answer": "the plan"}
     assert result.complete
+
+
+async def test_an_answer_given_up_on_is_still_held_to_the_format(
+    agent: Agent, model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    # Tool rounds, then nothing: the fixed "could not finish" sentence is not JSON either.
+    model.script(tool_call("calculate", expression="6*7"), "", '{"answer": "42"}')
+    result = await agent.respond(
+        said("6*7?"), RecordingSink(), TurnOptions(output=OutputSpec(SCHEMA))
+    )
+    assert json.loads(result.reply) == {"answer": "42"}
+    assert model.requests[-1].last["content"].startswith("Your previous reply could not be used")
+
+
+async def test_facts_of_a_failed_turn_are_not_kept(
+    agent: Agent, model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    model.script(
+        tool_call("remember", fact="The user is a beginner"),
+        LLMUnavailable("the provider failed"),
+    )
+    with pytest.raises(LLMUnavailable):
+        await agent.respond(said("remember I'm a beginner"), RecordingSink())
+    assert await repo.get_facts(SESSION) == []
+    # A turn that goes through keeps them, and later calls of the turn already see them.
+    model.script(
+        tool_call("remember", fact="The user is a beginner"),
+        tool_call("forget", fact="beginner"),
+        tool_call("remember", fact="The user trains twice a week"),
+        "Noted.",
+    )
+    await agent.respond(said("remember I'm a beginner"), RecordingSink())
+    assert await repo.get_facts(SESSION) == ["The user trains twice a week"]
 
 
 async def test_the_hermes_repair_request_does_not_contradict_the_format(

@@ -323,3 +323,26 @@ async def test_a_chat_from_before_generations_still_gets_its_summaries(tmp_path:
     assert await repo.get_summary(tg(42)) == "an old chat's summary"
     await repo.append(tg(42), [user("still here")])
     assert (await repo.get_meta(tg(42))).generation == meta.generation
+
+
+async def test_a_turn_stored_when_meta_cannot_be_written_is_not_reported_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The archive line is durable once written: failing the append afterwards would make
+    # the caller send the round again, and count it twice.
+    repo = FileRepository(tmp_path)
+    cid = ConversationId.api("5d0f3c1e-8a7b-4c2d-9e1f-0a1b2c3d4e5f")
+    consulting = ConversationState(mode="consultation", round=1, max_rounds=3)
+    await repo.append(cid, [user("q1"), Message(role="assistant", content="a1")], consulting)
+    meta_path = tmp_path / "api" / cid.key / "meta.json"
+    meta_path.unlink()
+    meta_path.mkdir()  # any replace of meta.json now fails with an OSError
+    second = ConversationState(mode="consultation", round=2, max_rounds=3)
+    with caplog.at_level(logging.WARNING):
+        stored = await repo.append(
+            cid, [user("q2"), Message(role="assistant", content="a2")], second
+        )
+    assert [m.seq for m in stored] == [3, 4]
+    assert "meta.json not updated" in caplog.text
+    meta = await repo.get_meta(cid)
+    assert (meta.messages_total, meta.state.round) == (4, 2)

@@ -320,3 +320,26 @@ async def test_structured_request_round_trip(llm: FakeLLM, model: OpenAIChatMode
     assert json.loads(spec.clean(second.content)) == {"name": "Ann"}
     assert llm.requests[1]["response_format"]["json_schema"]["schema"] == PERSON
     assert llm.requests[1]["provider"] == {"require_parameters": True}
+
+
+def test_a_backtracking_pattern_runs_out_of_time_instead_of_holding_the_loop() -> None:
+    # `^(a|aa)+$` needs exponential time to fail on forty "a"s and a "b" in a backtracking
+    # engine (hours with Python's `re`); the second branch matches. With the time limit the
+    # first branch gives up and the check says "does not match", which only a bounded
+    # search can answer: an unbounded one would still be running.
+    spec = OutputSpec({"type": "object", "properties": {"v": {"pattern": "^(a|aa)+$|^a+b"}}})
+    reason = spec.check(json.dumps({"v": "a" * 40 + "b"}))
+    assert reason is not None and "does not match" in reason
+    assert spec.check(json.dumps({"v": "aab"})) is None
+
+
+def test_pattern_properties_and_additional_properties_use_the_bounded_search() -> None:
+    schema = {
+        "type": "object",
+        "patternProperties": {"^x-[a-z]+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    spec = OutputSpec(schema)
+    assert spec.check('{"x-count": 3}') is None
+    assert spec.check('{"x-count": "three"}') is not None
+    assert "unexpected" in (spec.check('{"other": 1}') or "")

@@ -210,6 +210,18 @@ async def test_summary_save_and_meta(repository: ChatRepository) -> None:
     assert [m.content for m in ctx.history] == ["a9", "more", "ok"]
 
 
+async def test_a_summary_is_not_activity(repository: ChatRepository) -> None:
+    # An API session expires SESSION_TTL after its last turn; a background summary made
+    # later must not keep it alive.
+    cid = tg(11)
+    for i in range(3):
+        await repository.append(cid, [user(f"q{i}"), bot(f"a{i}")])
+    last_turn = (await repository.get_meta(cid)).updated_at
+    assert await summarize(repository, cid, "a summary", 1, 6) is True
+    meta = await repository.get_meta(cid)
+    assert meta.updated_at == last_turn and meta.last_summary_at is not None
+
+
 async def test_the_generation_lasts_until_a_reset(repository: ChatRepository) -> None:
     cid = tg(5)
     await repository.append(cid, [user("q"), bot("a")])

@@ -281,7 +281,8 @@ async def test_start_consultation_goes_through_the_turns_switch(repo: FileReposi
         ctx,
     )
     assert with_rounds.content == default.content == "Consultation started."
-    assert switch.calls == [("plan my trip", 4), ("pick a laptop", None)]
+    # The request is kept as written (the final round quotes it verbatim), only trimmed.
+    assert switch.calls == [("plan   my\ntrip", 4), ("pick a laptop", None)]
     # Nothing is stored by the tool itself: the switch is committed with the turn.
     assert (await repo.get_meta(CHAT)).state.mode == "chat"
 

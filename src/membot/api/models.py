@@ -102,7 +102,12 @@ class ChatRequest(BaseModel):
         description="The user's message; not blank.", json_schema_extra={"pattern": r"\S"}
     )
     model: str | None = Field(
-        default=None, min_length=1, description="The model for the new session's rounds."
+        default=None,
+        min_length=1,
+        max_length=200,
+        # An OpenRouter model id; nothing else (no spaces, no line breaks: it is logged).
+        pattern=r"^[A-Za-z0-9._:/@~+-]+$",
+        description="The model for the new session's rounds (an OpenRouter model id).",
     )
     max_tokens: int | None = Field(default=None, ge=1, description="Sent as max_tokens.")
     disable_search: bool | None = Field(

@@ -147,6 +147,17 @@ class Sessions:
 
     async def _continue(self, sid: uuid.UUID, message: str) -> SessionReply:
         cid = ConversationId.api(sid)
+        try:
+            return await self._next_round(cid, sid, message)
+        except SessionBusy:
+            # Busy, but perhaps only because the sweep is deleting it: an expired or unknown
+            # session is SESSION_NOT_FOUND whoever holds its turn.
+            meta = await self.repository.get_meta(cid)
+            if meta.state.session is None or self._stale(meta):
+                raise SessionNotFound("no such session") from None
+            raise
+
+    async def _next_round(self, cid: ConversationId, sid: uuid.UUID, message: str) -> SessionReply:
         async with self._turn(cid):
             meta = await self.repository.get_meta(cid)
             config = meta.state.session

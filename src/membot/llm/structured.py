@@ -50,11 +50,43 @@ def _build_validator(schema: dict[str, Any]) -> Any:
     # The answer is always a JSON object; a schema that forbids one could never be met.
     if kind != "object" and not (isinstance(kind, list) and "object" in kind):
         raise ValueError("outputSchema must describe a JSON object (type 'object')")
+    _check_patterns(schema)
     from referencing import Registry
+
+    from membot.llm.schema_regex import guarded
 
     # An empty registry that retrieves nothing: the schema is a client's text, and
     # jsonschema's default would fetch a remote `$ref` from the network while checking.
-    return cls(schema, registry=Registry())
+    # `guarded`: its regular expressions run with a time limit (see schema_regex).
+    return guarded(cls)(schema, registry=Registry())
+
+
+def _check_patterns(node: Any) -> None:
+    """Every `pattern` and `patternProperties` key must compile; `unevaluatedProperties`
+    beside `patternProperties` is refused, as jsonschema would run that one's regular
+    expressions without the time limit."""
+    from membot.llm.schema_regex import check_pattern
+
+    if isinstance(node, list):
+        for item in node:
+            _check_patterns(item)
+        return
+    if not isinstance(node, dict):
+        return
+    patterns = node.get("patternProperties")
+    found = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+    if isinstance(patterns, dict):
+        found.extend(patterns)
+        if "unevaluatedProperties" in node:
+            raise ValueError(
+                "outputSchema may not combine unevaluatedProperties with patternProperties"
+            )
+    for pattern in found:
+        if (problem := check_pattern(pattern)) is not None:
+            raise ValueError(f"outputSchema has a {problem}")
+    for key, value in node.items():
+        if key not in ("const", "enum", "default", "examples"):
+            _check_patterns(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,7 +216,12 @@ class FileRepository:
         meta.updated_at = now
         # The archive's last line already holds the counters and any state change; what
         # only meta holds (the generation, created_at) was synced when the file was made.
-        self._write_meta(meta, sync_dir=size == 0)
+        try:
+            self._write_meta(meta, sync_dir=size == 0)
+        except OSError as exc:
+            # The turn is durable and meta is rebuilt from the archive on every read: failing
+            # now would make the caller think the turn was lost, and send it again.
+            log.warning("%s: %s not updated after an append (%s)", cid, META, exc.strerror)
         return stored
 
     def _save_summary_sync(self, cid: ConversationId, summary: Summary, generation: str) -> bool:
@@ -230,8 +235,7 @@ class FileRepository:
         append_lines(directory / SUMMARIES_LOG, (summary.to_json() + "\n").encode())
         meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
         meta.summaries_made += 1
-        meta.last_summary_at = summary.ts
-        meta.updated_at = summary.ts
+        meta.last_summary_at = summary.ts  # not updated_at: a summary is not activity
         self._write_meta(meta)
         return True
 

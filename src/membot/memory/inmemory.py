@@ -111,7 +111,7 @@ class MemoryRepository:
         conv.summaries.append(summary)
         conv.meta.summarized_upto = max(conv.meta.summarized_upto, covers_to)
         conv.meta.summaries_made += 1
-        conv.meta.last_summary_at = conv.meta.updated_at = summary.ts
+        conv.meta.last_summary_at = summary.ts  # not updated_at: a summary is not activity
         return True
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:

@@ -56,7 +56,10 @@ async def remember(
     fact = " ".join(fact.split())
     if not fact:
         raise ToolError("the fact is empty")
-    added = await ctx.repository.add_fact(ctx.conversation, fact, MAX_FACTS)
+    if ctx.facts is not None:
+        added = await ctx.facts.add(fact)
+    else:
+        added = await ctx.repository.add_fact(ctx.conversation, fact, MAX_FACTS)
     if added is None:
         raise ToolError(f"{MAX_FACTS} facts are already kept; forget some first")
     return f"Remembered: {fact}" if added else f"Already remembered: {fact}"
@@ -74,14 +77,20 @@ async def forget(
             containing them is dropped).
     """
     wanted = " ".join(fact.split()).casefold()
-    facts = await ctx.repository.get_facts(ctx.conversation)
+    if ctx.facts is not None:
+        facts = await ctx.facts.view()
+    else:
+        facts = await ctx.repository.get_facts(ctx.conversation)
     matches = [f for f in facts if f.casefold() == wanted] or [
         f for f in facts if wanted in f.casefold()
     ]
     if not matches:
         kept = "; ".join(facts) if facts else "none"
         raise ToolError(f"no remembered fact matches {fact!r}. Kept facts: {kept}")
-    removed = await ctx.repository.remove_facts(ctx.conversation, matches)
+    if ctx.facts is not None:
+        removed = await ctx.facts.remove(matches)
+    else:
+        removed = await ctx.repository.remove_facts(ctx.conversation, matches)
     return "Forgot: " + "; ".join(removed)
 
 
@@ -138,7 +147,8 @@ async def start_consultation(
     """
     if ctx.consultation is None:
         raise ToolError("a consultation cannot be started now")
-    return ctx.consultation.start(" ".join(request.split()), rounds)
+    # Kept as the model wrote it: the final round quotes the initial request verbatim.
+    return ctx.consultation.start(request.strip(), rounds)
 
 
 # Offered in plain chat only: a consultation in progress cannot start another.

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 if TYPE_CHECKING:
+    from membot.core.facts import FactsDraft
     from membot.ids import ConversationId
     from membot.memory.base import ChatRepository
     from membot.search import HistorySearch
@@ -47,6 +48,8 @@ class ToolContext:
     search: HistorySearch | None = None
     # Set while the turn may switch the conversation into a consultation (chat mode only).
     consultation: ConsultationSwitch | None = None
+    # The turn's pending changes to the facts (applied with the turn); None: write at once.
+    facts: FactsDraft | None = None
 
 
 class ConsultationSwitch(Protocol):
