@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -34,18 +34,6 @@ REQUEST = 'Plan my "trip" to Kazan {3 days}\nwith a budget of 500 €'
 ASKED = REQUEST
 
 MakeAgent = Callable[..., Agent]
-
-
-@pytest.fixture
-def repo() -> MemoryRepository:
-    return MemoryRepository()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    scripted = ScriptedModel()
-    yield scripted
-    assert not scripted.unexpected, "the model got requests the test did not script"
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from tests.scripted import RecordingSink, Reply, ScriptedModel
@@ -28,18 +28,6 @@ CONSULT_ROUNDS = 3
 MAX_ROUNDS = 5
 ANN = ConversationId.telegram(1001)
 BOB = ConversationId.api(uuid.UUID("6f1c2d3e-4b5a-4c7d-9e8f-0a1b2c3d4e5f"))
-
-
-@pytest.fixture
-def repo() -> MemoryRepository:
-    return MemoryRepository()
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModel]:
-    scripted = ScriptedModel()
-    yield scripted
-    assert not scripted.unexpected, "the model got requests the test did not script"
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ described is what is enforced."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from enum import StrEnum
 from typing import Any, Final, Literal
@@ -14,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from membot.core.sessions import SessionRequest
-from membot.llm.structured import load_schema
+from membot.llm.structured import load_schema, schema_object
 from membot.memory.models import SessionConfig
 
 #: Larger bodies are refused (413) before they are parsed.
@@ -228,13 +227,7 @@ def check_output_schema(value: dict[str, Any] | str) -> dict[str, Any]:
     not make the server fetch anything. Only references inside the schema itself are
     allowed (a remote `$ref` would be retrieved from the network when a reply is checked,
     and an unresolvable one would fail there), and `$schema` must name a known draft."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ValueError("outputSchema is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise ValueError("outputSchema must be a JSON object")
+    value = schema_object(value)
     try:
         _check_dialect(value)
         _check_refs(value, value)

@@ -20,9 +20,9 @@ _FENCE = re.compile(r"\A```(?:json\b)?\s*(.*?)\s*```\Z", re.DOTALL | re.IGNORECA
 _SCHEMA_REASON_CHARS = 160
 
 
-def load_schema(value: object) -> dict[str, Any]:
-    """A JSON Schema given as a dict or as JSON text, checked; ValueError (one sentence for
-    people) if it is not JSON, not an object, or not a valid schema."""
+def schema_object(value: object) -> dict[str, Any]:
+    """A schema given as a dict or as JSON text, as a dict; ValueError (one sentence for
+    people) if it is not JSON or not an object. Nothing about it is checked yet."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -30,8 +30,15 @@ def load_schema(value: object) -> dict[str, Any]:
             raise ValueError("outputSchema is not valid JSON") from None
     if not isinstance(value, dict):
         raise ValueError("outputSchema must be a JSON object")
-    _build_validator(value)
     return value
+
+
+def load_schema(value: object) -> dict[str, Any]:
+    """A JSON Schema given as a dict or as JSON text, checked; ValueError (one sentence for
+    people) if it is not JSON, not an object, or not a valid schema."""
+    schema = schema_object(value)
+    _build_validator(schema)
+    return schema
 
 
 def _build_validator(schema: dict[str, Any]) -> Any:
@@ -174,4 +181,4 @@ def _json_kind(value: object) -> str:
     return "number"
 
 
-__all__ = ["OutputSpec", "load_schema"]
+__all__ = ["OutputSpec", "load_schema", "schema_object"]
