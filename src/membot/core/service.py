@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
@@ -119,7 +120,8 @@ class ConversationService:
         state = await self.state(cid)
         if not state.consulting:
             return None
-        await self.repository.set_state(cid, ConversationState(session=state.session))
+        ended = replace(state, mode="chat", round=0, max_rounds=0, initial_request="")
+        await self.repository.set_state(cid, ended)
         log.info("%s: consultation cancelled in round %d", cid, state.round + 1)
         return state
 

@@ -151,6 +151,9 @@ class ConversationState:
     initial_request: str = ""
     complete: bool = False
     session: SessionConfig | None = None
+    # The conversation's language (an ISO 639-1 code), detected once from its first user
+    # message or set with /language; None until then.
+    language: str | None = None
 
     @property
     def consulting(self) -> bool:
@@ -166,6 +169,8 @@ class ConversationState:
         }
         if self.session is not None:
             data["session"] = self.session.to_dict()
+        if self.language is not None:
+            data["language"] = self.language
         return data
 
     @classmethod
@@ -181,6 +186,7 @@ class ConversationState:
             initial_request=str(data.get("initial_request", "")),
             complete=bool(data.get("complete", False)),
             session=SessionConfig.from_dict(session) if session is not None else None,
+            language=_opt_str(data.get("language")),
         )
 
 
