@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from membot.bot import texts
+from membot.llm.prompt import NO_HISTORY, WITH_HISTORY
 from tests.conftest import TOKEN, RunningBot, StartBot
 from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts, stored, system_prompt
 from tests.fakes import FakeLLM, FakeTelegram, Reply
@@ -43,7 +44,7 @@ async def test_answers_a_message_and_remembers_it(
     [request] = llm.chat_requests
     assert request["model"] == "test/model"
     assert prompt_texts(request) == [("user", "hello there")]
-    assert "first one" in system_prompt(request)
+    assert NO_HISTORY in system_prompt(request)
     assert roles_and_texts(data_dir, CHAT) == [
         ("user", "hello there"),
         ("assistant", "ANSWER: hello there"),
@@ -68,7 +69,7 @@ async def test_answers_a_message_and_remembers_it(
         ("assistant", "ANSWER: hello there"),
         ("user", "and again"),
     ]
-    assert "most recent part" in system_prompt(llm.chat_requests[-1])
+    assert WITH_HISTORY in system_prompt(llm.chat_requests[-1])
 
 
 async def test_prompt_holds_only_the_last_window_size_messages(

@@ -14,12 +14,14 @@ SUMMARY_HEADER = (
     "use it as background knowledge):"
 )
 WITH_HISTORY = (
-    "The messages that follow are the most recent part of this conversation. Use them "
-    "as context for your answer, but do not repeat or re-answer them: reply to the last "
+    "There are earlier messages of this conversation: the most recent ones follow (and what "
+    "is older is summarized above, if there is a summary). Use them as context and refer to "
+    "them naturally when it helps, without repeating or re-answering them: reply to the last "
     "message only."
 )
 NO_HISTORY = (
-    "There is no earlier conversation: treat the next message as the first one in this chat."
+    "There are no earlier messages in this conversation: treat the next message as the first "
+    "one."
 )
 FACTS_HEADER = (
     "Facts the user asked you to remember (true until the user says otherwise; "
