@@ -1,5 +1,5 @@
-"""`membot run` / `membot api` / `membot check-config` / `membot search` (also `python -m
-membot`)."""
+"""`membot run` / `membot api` / `membot check-config` / `membot search` / `membot migrate`
+(also `python -m membot`)."""
 
 from __future__ import annotations
 
@@ -35,8 +35,22 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument(
         "--data-dir", type=Path, help="default: $DATA_DIR, else DATA_DIR in ./.env, else data"
     )
+    migrate = sub.add_parser(
+        "migrate",
+        help="copy every conversation between the file and Redis backends (needs no tokens)",
+    )
+    migrate.add_argument("--from", dest="source", choices=("files", "redis"), required=True)
+    migrate.add_argument("--to", dest="target", choices=("files", "redis"), required=True)
+    migrate.add_argument(
+        "--overwrite", action="store_true", help="replace conversations the target holds otherwise"
+    )
     args = parser.parse_args(argv)
     command = args.command or "run"
+
+    if command == "migrate":
+        from membot.memory.migrate import run_migrate  # redis-py only where it is used
+
+        return run_migrate(args.source, args.target, overwrite=args.overwrite)
 
     if command == "search":
         # Before load_settings: searching needs no Telegram or OpenRouter tokens.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from membot.core.consult import RoundPlan
 from membot.core.facts import FactsDraft
+from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.turn import ConsultSwitch, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
@@ -54,6 +55,7 @@ class Agent:
         tasks: TaskSupervisor | None = None,
         consult_rounds: int = 3,
         max_rounds: int = 10,
+        detect: Detect = detect_language,
     ) -> None:
         self.model = model
         self.repository = repository
@@ -77,6 +79,8 @@ class Agent:
         self.tasks = tasks if tasks is not None else TaskSupervisor()
         self.consult_rounds = consult_rounds
         self.max_rounds = max_rounds
+        # Tells a conversation's language from its first (long enough) user message.
+        self.detect = detect
 
     async def respond(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
@@ -88,6 +92,14 @@ class Agent:
         ctx = await self.repository.context(cid, self.window_size)
         fresh = ctx.meta.messages_total == 0
         before = opts.state if fresh and opts.state is not None else ctx.meta.state
+        # The state with the conversation's language, once per conversation: detected from the
+        # first user message long enough to tell, then kept with the turn and never detected
+        # again. /finish's text is the bot's own words, not the user's: it tells nothing.
+        known = before
+        if before.language is None and not opts.finish:
+            language = await detect_in_thread(self.detect, cid, incoming.text)
+            if language is not None:
+                known = replace(before, language=language)
         if opts.start is not None:
             plan: RoundPlan | None = RoundPlan.start(incoming.text, opts.start)
         else:
@@ -132,15 +144,16 @@ class Agent:
         if switch is not None and switch.plan is not None:
             plan = switch.plan
             log.info("%s: the model started a consultation of %d rounds", cid, plan.max_rounds)
-        after = plan.state_after(before) if plan else None
-        if after is None and fresh and opts.state is not None:
-            after = opts.state  # a new API session: its settings are kept with its first turn
+        after = plan.state_after(known) if plan else None
+        if after is None and (known is not before or (fresh and opts.state is not None)):
+            # A language just detected, or a new API session's settings: kept with the turn.
+            after = known
         stored = await self.repository.append(cid, [user, *produced], state=after)
         await facts.commit()  # what the tools changed, now that the turn is kept
         result = TurnResult(
             reply=produced[-1].content,
             model=response.model,
-            state=after or before,
+            state=after or known,
             plan=plan,
         )
         await sink.answer(result)

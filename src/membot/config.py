@@ -6,7 +6,15 @@ import logging
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -18,6 +26,23 @@ DEFAULT_SYSTEM_PROMPT = (
 
 class ConfigError(Exception):
     """A setting is missing or invalid; the message is one line that names the variable."""
+
+
+def _lowercase(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def _redis_url(value: SecretStr) -> SecretStr:
+    # A SecretStr: the URL may carry a password, and `check-config` prints the settings.
+    if not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError("must be a redis://, rediss:// or unix:// URL")
+    return value
+
+
+# The storage settings carry their validators in their types (not as Settings methods), so
+# `membot migrate` can build a model of just these fields without the tokens (memory/migrate.py).
+Storage = Annotated[Literal["files", "redis"], BeforeValidator(_lowercase)]
+RedisUrl = Annotated[SecretStr, AfterValidator(_redis_url)]
 
 
 class Settings(BaseSettings):
@@ -59,6 +84,13 @@ class Settings(BaseSettings):
     api_tokens: Annotated[tuple[SecretStr, ...], NoDecode] = ()
     session_ttl: float = Field(default=3600.0, gt=0, le=365 * 86400)
     web_search: bool = False
+    # Where conversations live: `files` under DATA_DIR (needs nothing), or `redis`.
+    storage: Storage = "files"
+    redis_url: RedisUrl = SecretStr("redis://127.0.0.1:6379/0")
+    redis_prefix: str = Field(default="membot:", min_length=1, max_length=100, pattern=r"^\S+$")
+    redis_max_messages: int = Field(default=10_000, ge=100, le=10_000_000)
+    # Seconds a conversation lives in Redis after its last activity (not a summary); 0 = forever.
+    conversation_ttl: int = Field(default=0, ge=0, le=10 * 365 * 86400)
 
     @field_validator("telegram_bot_token")
     @classmethod

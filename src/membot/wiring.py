@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from membot.agent import Agent
 from membot.config import Settings
 from membot.core.service import ConversationService
+from membot.core.turnlock import RedisTurnLocks, TurnLocks
 from membot.llm.client import ChatModel, OpenAIChatModel
 from membot.llm.prompt import PromptBuilder
 from membot.llm.summarizer import Summarizer
@@ -72,6 +74,22 @@ def build_agent(
     )
 
 
+@runtime_checkable
+class CheckedAtStart(Protocol):
+    """A backend with something to check at start-up (the Redis one: reachable, persisting)."""
+
+    async def check(self) -> bool: ...
+
+
+def build_repository(settings: Settings) -> ChatRepository:
+    """The backend STORAGE names. Building it connects nowhere: Redis is reached on first use."""
+    if settings.storage == "redis":
+        from membot.memory.redis import RedisRepository  # imported late: only where used
+
+        return RedisRepository.from_settings(settings)
+    return FileRepository(settings.data_dir)
+
+
 @dataclass
 class Core:
     """Everything a front door needs, and the one place that releases it."""
@@ -82,6 +100,12 @@ class Core:
     tasks: TaskSupervisor
     agent: Agent
     service: ConversationService
+
+    async def start(self) -> None:
+        """Check the storage once before serving: front doors await this at start-up. Nothing
+        connects before (build_core never does); a backend without a check has nothing to do."""
+        if isinstance(self.repository, CheckedAtStart):
+            await self.repository.check()
 
     async def aclose(self) -> None:
         """Let turns in flight finish, then stop background work and release clients."""
@@ -100,7 +124,7 @@ def build_core(
     """Build the core from the settings; `model` and `repository` replace the configured ones
     (a scripted model, the in-memory backend)."""
     model = model or build_model(settings)
-    repository = repository or FileRepository(settings.data_dir)
+    repository = repository or build_repository(settings)
     tasks = TaskSupervisor()
     agent = build_agent(settings, model, repository, tasks)
     service = ConversationService(
@@ -108,5 +132,20 @@ def build_core(
         repository,
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
+        turn_locks=_turn_locks(settings, repository),
     )
     return Core(settings, model, repository, tasks, agent, service)
+
+
+def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | None:
+    """With Redis, several processes may share conversations: a conversation's turn is then
+    also held across them (core/turnlock.py), on the repository's own client."""
+    if settings.storage != "redis":
+        return None
+    from membot.memory.redis import RedisRepository  # imported late: only where used
+
+    if not isinstance(repository, RedisRepository):
+        return None  # a test's own repository
+    # The lease outlasts a model call that is retried: a killed process blocks its
+    # conversations for at most this long.
+    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=30.0)

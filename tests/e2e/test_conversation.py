@@ -60,6 +60,7 @@ async def test_answers_a_message_and_remembers_it(
         "cancel",
         "summary",
         "memory",
+        "language",
         "reset",
     ]
 

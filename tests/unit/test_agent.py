@@ -36,6 +36,10 @@ ASKED = REQUEST
 MakeAgent = Callable[..., Agent]
 
 
+def no_language(text: str) -> None:
+    """A detector that never tells: the states these tests expect carry no language."""
+
+
 @pytest.fixture
 async def make_agent(model: ScriptedModel, repo: MemoryRepository) -> AsyncIterator[MakeAgent]:
     """An agent wired as `membot.wiring.build_agent` wires one, with test-sized settings."""
@@ -63,6 +67,7 @@ async def make_agent(model: ScriptedModel, repo: MemoryRepository) -> AsyncItera
             tasks=TaskSupervisor(),
             consult_rounds=consult_rounds,
             max_rounds=max_rounds,
+            detect=no_language,  # detection has its own tests: test_language.py
         )
         agents.append(agent)
         return agent

@@ -46,6 +46,7 @@ async def service(
         tasks=TaskSupervisor(),
         consult_rounds=CONSULT_ROUNDS,
         max_rounds=MAX_ROUNDS,
+        detect=lambda text: None,  # detection has its own tests: test_language.py
     )
     svc = ConversationService(agent, repo, consult_rounds=CONSULT_ROUNDS, max_rounds=MAX_ROUNDS)
     yield svc

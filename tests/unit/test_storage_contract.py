@@ -1,7 +1,8 @@
 """The storage contract, run over every backend: what the core relies on, nothing more.
 
-One contract, every backend (as aiogram tests its storages): a new backend (Redis is next)
-joins by adding itself to the `repository` fixture's params.
+One contract, every backend (as aiogram tests its storages): a new backend joins by adding
+itself to the `repository` fixture's params. The Redis backend runs against the real server at
+127.0.0.1:6379 (there in CI too), each test under a prefix of its own that is deleted after.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from membot.memory import (
     SessionConfig,
 )
 from membot.memory import files as files_module
+from membot.memory.redis import RedisRepository, create_client
 
-BACKENDS = ["files", "memory"]
+BACKENDS = ["files", "memory", "redis"]
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 ONE = ConversationId.telegram(1)
 GROUP = ConversationId.telegram(-1002)
@@ -46,11 +49,21 @@ async def repository(
         repo = FileRepository(tmp_path / "data")
     elif request.param == "memory":
         repo = MemoryRepository()
+    elif request.param == "redis":
+        # Not skipped when Redis is down: the test fails, as it must where Redis is promised.
+        prefix = f"membot-test:{uuid.uuid4().hex}:"
+        repo = RedisRepository(create_client(REDIS_URL), prefix=prefix)
     else:  # pragma: no cover - a param without a backend
         raise AssertionError(request.param)
     assert isinstance(repo, ChatRepository)
-    yield repo
-    await repo.close()
+    try:
+        yield repo
+    finally:
+        if isinstance(repo, RedisRepository):
+            keys = [key async for key in repo.client.scan_iter(match=f"{repo.prefix}*")]
+            if keys:
+                await repo.client.delete(*keys)
+        await repo.close()
 
 
 def user(text: str, **kw: object) -> Message:

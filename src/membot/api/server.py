@@ -291,6 +291,7 @@ async def serve_forever(settings: Settings, on_ready: Callable[[], object] | Non
     core = build_core(settings)
     server = ApiServer(settings, core)
     try:
+        await core.start()
         await server.start()
         if on_ready is not None:
             on_ready()

@@ -89,6 +89,7 @@ class MembotApp:
 
     async def _on_startup(self, bot: Bot) -> None:
         try:
+            await self.core.start()
             await bot.delete_webhook(drop_pending_updates=False)
             await bot.set_my_commands(
                 [BotCommand(command=c, description=d) for c, d in texts.COMMANDS]

@@ -9,12 +9,14 @@ changes only through here, with the turn that changes it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.turnlock import TurnBusy, TurnLocks
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
@@ -29,10 +31,18 @@ class ConversationBusy(Exception):
 
 class ConversationService:
     def __init__(
-        self, agent: Agent, repository: ChatRepository, *, consult_rounds: int, max_rounds: int
+        self,
+        agent: Agent,
+        repository: ChatRepository,
+        *,
+        consult_rounds: int,
+        max_rounds: int,
+        turn_locks: TurnLocks | None = None,
     ) -> None:
         self.agent = agent
         self.repository = repository
+        # Across processes (STORAGE=redis): taken once the local lock is held.
+        self.turn_locks = turn_locks
         self.consult_rounds = consult_rounds
         self.max_rounds = max_rounds
         self._locks = KeyedLocks()
@@ -52,7 +62,7 @@ class ConversationService:
             if cid is None:
                 yield
             else:
-                async with self._locks(cid):
+                async with self._locks(cid), self._across(cid, wait=True):
                     yield
         finally:
             self._leave()
@@ -63,7 +73,22 @@ class ConversationService:
         lock = self._locks(cid)
         if lock.locked():
             raise ConversationBusy(str(cid))
-        async with self.ordered(cid):
+        self._enter()
+        try:
+            async with lock, self._across(cid, wait=False):
+                yield
+        finally:
+            self._leave()
+
+    @asynccontextmanager
+    async def _across(self, cid: ConversationId, *, wait: bool) -> AsyncIterator[None]:
+        """The conversation's turn in every other process too, when there are others."""
+        async with contextlib.AsyncExitStack() as stack:
+            if self.turn_locks is not None:
+                try:
+                    await stack.enter_async_context(self.turn_locks.hold(cid, wait=wait))
+                except TurnBusy:
+                    raise ConversationBusy(f"{cid} is held by another process") from None
             yield
 
     def _enter(self) -> None:
@@ -123,6 +148,13 @@ class ConversationService:
         ended = replace(state, mode="chat", round=0, max_rounds=0, initial_request="")
         await self.repository.set_state(cid, ended)
         log.info("%s: consultation cancelled in round %d", cid, state.round + 1)
+        return state
+
+    async def set_language(self, cid: ConversationId, language: str) -> ConversationState:
+        """Set the conversation's language by hand (/language); it is not detected again."""
+        state = replace(await self.state(cid), language=language)
+        await self.repository.set_state(cid, state)
+        log.info("%s: language set to %s", cid, language)
         return state
 
     async def reset(self, cid: ConversationId) -> ConversationState:

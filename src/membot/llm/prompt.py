@@ -20,8 +20,7 @@ WITH_HISTORY = (
     "message only."
 )
 NO_HISTORY = (
-    "There are no earlier messages in this conversation: treat the next message as the first "
-    "one."
+    "There are no earlier messages in this conversation: treat the next message as the first one."
 )
 FACTS_HEADER = (
     "Facts the user asked you to remember (true until the user says otherwise; "

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
+from membot.core.language import language_name
 from membot.ids import ConversationId
 from membot.llm.client import ChatModel
 from membot.llm.errors import LLMError
@@ -15,6 +16,9 @@ from membot.memory.models import Message
 
 log = logging.getLogger(__name__)
 
+# What the instructions say when neither SUMMARY_LANGUAGE nor the conversation's language is
+# known (a language not detected yet, or one without a name in core.language).
+UNKNOWN_LANGUAGE = "the language of the conversation"
 # A summarizer that failed for a long time must not send the whole backlog in one prompt.
 MAX_BLOCK_FACTOR = 5
 TOOL_RESULT_CHARS = 500
@@ -51,7 +55,8 @@ class Summarizer:
         self.model = model
         self.repository = repository
         self.every = every
-        self.language = language.strip() or "the language of the conversation"
+        # SUMMARY_LANGUAGE, verbatim ("German", "Deutsch"): it wins over the conversation's.
+        self.language = language.strip()
 
     def due(self, messages_total: int, summarized_upto: int) -> bool:
         return messages_total - summarized_upto >= self.every
@@ -84,7 +89,10 @@ class Summarizer:
         previous = await self.repository.get_summary(cid)
         try:
             response = await self.model.complete(
-                self.build_messages(previous, block), purpose="summary"
+                # The language stored with the conversation (detected from its first message
+                # or set with /language): meta is written with every turn, so it is current.
+                self.build_messages(previous, block, meta.state.language),
+                purpose="summary",
             )
         except LLMError as exc:
             log.error("%s: summary failed (%s); will retry at a later turn", cid, exc)
@@ -107,7 +115,15 @@ class Summarizer:
         )
         return True
 
-    def build_messages(self, previous: str, block: Sequence[Message]) -> list[dict[str, str]]:
+    def language_for(self, code: str | None) -> str:
+        """The language the summary is written in, as the instructions name it: SUMMARY_LANGUAGE
+        when set, else the conversation's (an ISO 639-1 code, "ru" -> "Russian")."""
+        return self.language or language_name(code) or UNKNOWN_LANGUAGE
+
+    def build_messages(
+        self, previous: str, block: Sequence[Message], language: str | None = None
+    ) -> list[dict[str, str]]:
+        """The summary request; `language` is the conversation's language code, if known."""
         transcript = "\n".join(_line(m) for m in block)
         parts = [
             f"Previous summary:\n{previous.strip()}"
@@ -116,7 +132,10 @@ class Summarizer:
             f"New messages:\n{transcript}",
         ]
         return [
-            {"role": "system", "content": INSTRUCTIONS.format(language=self.language)},
+            {
+                "role": "system",
+                "content": INSTRUCTIONS.format(language=self.language_for(language)),
+            },
             {"role": "user", "content": "\n\n".join(parts)},
         ]
 

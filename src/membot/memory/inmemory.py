@@ -1,5 +1,5 @@
 """A backend that keeps everything in this process's memory: for tests, benchmarks and
-throw-away runs (`STORAGE=memory`). Nothing survives the process; everything else about the
+throw-away runs. Nothing survives the process; everything else about the
 contract holds, so the contract test runs over it like over every other backend."""
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from membot.bot.render import send_markdown, topic_of
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
+from membot.memory.models import ConversationState
 
 log = logging.getLogger(__name__)
 
@@ -49,15 +50,20 @@ def round_label(result: TurnResult) -> str:
     plan = result.plan
     if plan is None:
         return ""
-    label = texts.ROUND_FINAL if plan.final else texts.ROUND
+    words = texts.get(result.state.language)  # the state the turn left: its language included
+    label = words.ROUND_FINAL if plan.final else words.ROUND
     return "\n\n" + label.format(round=plan.round, max_rounds=plan.max_rounds)
 
 
 Turn = Callable[[TelegramSink], Awaitable[TurnResult | None]]
 
 
-async def run_turn(message: Message, bot: Bot, turn: Turn) -> TurnResult | None:
-    """Run a turn with the typing indicator on; a model failure becomes a short apology."""
+async def run_turn(
+    message: Message, bot: Bot, service: ConversationService, turn: Turn
+) -> TurnResult | None:
+    """Run a turn with the typing indicator on; a model failure becomes a short apology, in
+    the conversation's language (English if the failed turn was the one to detect it: a
+    failed turn stores nothing)."""
     try:
         async with ChatActionSender.typing(
             bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
@@ -65,10 +71,20 @@ async def run_turn(message: Message, bot: Bot, turn: Turn) -> TurnResult | None:
             return await turn(TelegramSink(bot, message))
     except LLMError as exc:
         log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
+        words = await texts_for(service, message)
         await message.answer(
-            texts.LLM_BUSY if isinstance(exc, LLMRateLimited) else texts.LLM_FAILED
+            words.LLM_BUSY if isinstance(exc, LLMRateLimited) else words.LLM_FAILED
         )
         return None
+
+
+async def chat_state(service: ConversationService, message: Message) -> ConversationState:
+    return await service.state(ConversationId.telegram(message.chat.id))
+
+
+async def texts_for(service: ConversationService, message: Message) -> texts.Texts:
+    """The bot's words in the language of the message's chat."""
+    return texts.get((await chat_state(service, message)).language)
 
 
 def build_router() -> Router:
@@ -77,7 +93,7 @@ def build_router() -> Router:
     @router.message(F.text, AddressedToBot())
     async def on_text(message: Message, bot: Bot, service: ConversationService) -> None:
         incoming = await to_incoming(message, bot)
-        await run_turn(message, bot, lambda sink: service.say(incoming, sink))
+        await run_turn(message, bot, service, lambda sink: service.say(incoming, sink))
 
     return router
 

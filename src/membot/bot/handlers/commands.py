@@ -1,25 +1,27 @@
-"""/start, /help, /summary, /memory, /reset."""
+"""/start, /help, /summary, /memory, /language, /reset: each answers in the chat's language."""
 
 from __future__ import annotations
 
 from aiogram import Bot, Router
-from aiogram.filters import Command, CommandStart
+from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from membot.bot import texts
+from membot.bot.handlers.chat import chat_state
 from membot.bot.render import send_markdown, send_plain, topic_of
 from membot.config import Settings
+from membot.core.language import SUPPORTED, own_name, parse_code
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.base import ChatRepository
+from membot.memory.models import ConversationState
 
 
-async def consultation_note(service: ConversationService, message: Message) -> str:
+def consultation_note(words: texts.Texts, state: ConversationState) -> str:
     """For a command sent in the middle of a consultation: that it goes on, and where."""
-    state = await service.state(ConversationId.telegram(message.chat.id))
     if not state.consulting:
         return ""
-    return "\n\n" + texts.CONSULT_GOES_ON.format(round=state.round + 1, max_rounds=state.max_rounds)
+    return "\n\n" + words.CONSULT_GOES_ON.format(round=state.round + 1, max_rounds=state.max_rounds)
 
 
 def build_router() -> Router:
@@ -27,18 +29,55 @@ def build_router() -> Router:
 
     @router.message(CommandStart())
     async def start(message: Message, service: ConversationService) -> None:
-        await message.answer(texts.START + await consultation_note(service, message))
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        await message.answer(words.START + consultation_note(words, state))
 
     @router.message(Command("help"))
     async def help_(message: Message, service: ConversationService, settings: Settings) -> None:
-        text = texts.HELP.format(rounds=settings.consult_rounds, max_rounds=settings.max_rounds)
-        await message.answer(text + await consultation_note(service, message))
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        text = words.HELP.format(rounds=settings.consult_rounds, max_rounds=settings.max_rounds)
+        await message.answer(text + consultation_note(words, state))
 
     @router.message(Command("reset"))
     async def reset(message: Message, service: ConversationService) -> None:
         before = await service.reset(ConversationId.telegram(message.chat.id))
-        ended = " " + texts.CONSULT_ENDED_BY_RESET if before.consulting else ""
-        await message.answer(texts.RESET_DONE + ended)
+        # In the language the chat had: the user reads it; the next message detects anew.
+        words = texts.get(before.language)
+        ended = " " + words.CONSULT_ENDED_BY_RESET if before.consulting else ""
+        await message.answer(words.RESET_DONE + ended)
+
+    @router.message(Command("language"))
+    async def language(
+        message: Message, command: CommandObject, service: ConversationService
+    ) -> None:
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        note = consultation_note(words, state)
+        asked = (command.args or "").strip()
+        if not asked:
+            if state.language is None:
+                await message.answer(words.LANGUAGE_UNKNOWN + note)
+            else:
+                current = state.language
+                await message.answer(
+                    words.LANGUAGE_IS.format(name=own_name(current), code=current) + note
+                )
+            return
+        code = parse_code(asked)
+        if code is None:
+            # One line: what was typed (cut short, on one line) and what would do.
+            typed = " ".join(asked.split())[:16]
+            supported = ", ".join(SUPPORTED)
+            await message.answer(words.LANGUAGE_BAD_CODE.format(code=typed, supported=supported))
+            return
+        state = await service.set_language(ConversationId.telegram(message.chat.id), code)
+        words = texts.get(code)  # said in the new language: the first thing in it
+        await message.answer(
+            words.LANGUAGE_SET.format(name=own_name(code), code=code)
+            + consultation_note(words, state)
+        )
 
     @router.message(Command("summary"))
     async def summary(
@@ -48,15 +87,17 @@ def build_router() -> Router:
         service: ConversationService,
         settings: Settings,
     ) -> None:
-        note = await consultation_note(service, message)
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        note = consultation_note(words, state)
         text = await repository.get_summary(ConversationId.telegram(message.chat.id))
         if not text:
-            await message.answer(texts.NO_SUMMARY.format(every=settings.summary_every) + note)
+            await message.answer(words.NO_SUMMARY.format(every=settings.summary_every) + note)
             return
         await send_markdown(
             bot,
             message.chat.id,
-            texts.SUMMARY.format(summary=text) + note,
+            words.SUMMARY.format(summary=text) + note,
             thread_id=topic_of(message),
         )
 
@@ -64,17 +105,19 @@ def build_router() -> Router:
     async def memory(
         message: Message, bot: Bot, repository: ChatRepository, service: ConversationService
     ) -> None:
-        note = await consultation_note(service, message)
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        note = consultation_note(words, state)
         facts = await repository.get_facts(ConversationId.telegram(message.chat.id))
         if not facts:
-            await message.answer(texts.NO_FACTS + note)
+            await message.answer(words.NO_FACTS + note)
             return
         listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
         # Up to 100 facts of 500 characters: this can run past one message.
         await send_plain(
             bot,
             message.chat.id,
-            texts.FACTS.format(facts=listing) + note,
+            words.FACTS.format(facts=listing) + note,
             thread_id=topic_of(message),
         )
 

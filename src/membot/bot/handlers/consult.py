@@ -1,4 +1,5 @@
-"""/consult, /finish, /cancel: consultations in Telegram. The dialog itself is the core's."""
+"""/consult, /finish, /cancel: consultations in Telegram. The dialog itself is the core's; what
+the bot says of it is in the chat's language."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from membot.bot import texts
-from membot.bot.handlers.chat import run_turn, to_incoming
+from membot.bot.handlers.chat import chat_state, run_turn, to_incoming
 from membot.config import Settings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
@@ -32,38 +33,44 @@ def build_router() -> Router:
         service: ConversationService,
         settings: Settings,
     ) -> None:
-        state = await service.state(ConversationId.telegram(message.chat.id))
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
         if state.consulting:
             await message.answer(
-                texts.CONSULT_IN_PROGRESS.format(round=state.round + 1, max_rounds=state.max_rounds)
+                words.CONSULT_IN_PROGRESS.format(round=state.round + 1, max_rounds=state.max_rounds)
             )
             return
         rounds, request = parse_consult(command.args)
         if not request:
-            await message.answer(texts.CONSULT_USAGE.format(rounds=settings.consult_rounds))
+            await message.answer(words.CONSULT_USAGE.format(rounds=settings.consult_rounds))
             return
         if rounds is not None and not 1 <= rounds <= settings.max_rounds:
-            await message.answer(texts.CONSULT_BAD_ROUNDS.format(max_rounds=settings.max_rounds))
+            await message.answer(words.CONSULT_BAD_ROUNDS.format(max_rounds=settings.max_rounds))
             return
         incoming = await to_incoming(message, bot, text=request)
-        await run_turn(message, bot, lambda sink: service.consult(incoming, rounds, sink))
+        await run_turn(message, bot, service, lambda sink: service.consult(incoming, rounds, sink))
 
     @router.message(Command("finish"))
     async def finish(message: Message, bot: Bot, service: ConversationService) -> None:
-        if not (await service.state(ConversationId.telegram(message.chat.id))).consulting:
-            await message.answer(texts.NOT_CONSULTING)
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        if not state.consulting:
+            await message.answer(words.NOT_CONSULTING)
             return
-        incoming = await to_incoming(message, bot, text=texts.FINISH_REQUEST)
-        await run_turn(message, bot, lambda sink: service.finish(incoming, sink))
+        # Stored as the user's message: in the language the rest of the dialog is in.
+        incoming = await to_incoming(message, bot, text=words.FINISH_REQUEST)
+        await run_turn(message, bot, service, lambda sink: service.finish(incoming, sink))
 
     @router.message(Command("cancel"))
     async def cancel(message: Message, service: ConversationService) -> None:
         before = await service.cancel(ConversationId.telegram(message.chat.id))
         if before is None:
-            await message.answer(texts.NOT_CONSULTING)
+            words = texts.get((await chat_state(service, message)).language)
+            await message.answer(words.NOT_CONSULTING)
             return
+        words = texts.get(before.language)
         await message.answer(
-            texts.CONSULT_CANCELLED.format(round=before.round + 1, max_rounds=before.max_rounds)
+            words.CONSULT_CANCELLED.format(round=before.round + 1, max_rounds=before.max_rounds)
         )
 
     return router

@@ -10,6 +10,8 @@ from aiogram.exceptions import TelegramAPIError
 from aiogram.types import ErrorEvent
 
 from membot.bot import texts
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +20,7 @@ def build_router() -> Router:
     router = Router(name="errors")
 
     @router.error()
-    async def on_error(event: ErrorEvent) -> None:
+    async def on_error(event: ErrorEvent, service: ConversationService) -> None:
         message = event.update.message
         chat = message.chat.id if message else None
         log.error(
@@ -30,8 +32,20 @@ def build_router() -> Router:
             exc_info=event.exception if log.isEnabledFor(logging.DEBUG) else None,
         )
         if message is not None:
+            words = await _texts_of(service, message.chat.id)
             # The chat may be unreachable (blocked bot, network); then there is nobody to tell.
             with contextlib.suppress(TelegramAPIError, OSError):
-                await message.answer(texts.INTERNAL_ERROR)
+                await message.answer(words.INTERNAL_ERROR)
 
     return router
+
+
+async def _texts_of(service: ConversationService, chat_id: int) -> texts.Texts:
+    """The chat's words for the apology; English if its state cannot be read (the storage
+    may be what failed)."""
+    try:
+        state = await service.state(ConversationId.telegram(chat_id))
+    except Exception as exc:
+        log.debug("chat %s: no language for the apology: %s", chat_id, type(exc).__name__)
+        return texts.EN
+    return texts.get(state.language)

@@ -6,8 +6,9 @@ from aiogram import F, Router
 from aiogram.enums import ContentType
 from aiogram.types import Message
 
-from membot.bot import texts
 from membot.bot.filters import AddressedToBot
+from membot.bot.handlers.chat import texts_for
+from membot.core.service import ConversationService
 
 # What a person sends. Service messages (a pin, a new chat photo, an auto-delete timer...)
 # are not addressed to anyone and get no answer.
@@ -36,7 +37,7 @@ def build_router() -> Router:
     router = Router(name="other")
 
     @router.message(F.content_type.in_(USER_CONTENT), AddressedToBot())
-    async def not_text(message: Message) -> None:
-        await message.answer(texts.TEXT_ONLY)
+    async def not_text(message: Message, service: ConversationService) -> None:
+        await message.answer((await texts_for(service, message)).TEXT_ONLY)
 
     return router

@@ -1,0 +1,49 @@
+"""The shape of the bot's own words: every language fills every field (a missing text is a
+TypeError at import, not an English sentence in a Russian chat)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Texts:
+    """Everything the bot says on its own (not the model's words), in one language.
+
+    Fields with {placeholders} are str.format templates. The names are the module constants
+    the bot had before it spoke more than English, hence upper case.
+    """
+
+    START: str
+    HELP: str  # {rounds}, {max_rounds}
+    RESET_DONE: str
+    NO_SUMMARY: str  # {every}
+    SUMMARY: str  # {summary}
+    NO_FACTS: str
+    FACTS: str  # {facts}
+    TEXT_ONLY: str
+    LLM_BUSY: str
+    LLM_FAILED: str
+    INTERNAL_ERROR: str
+
+    # Consultations. The round labels are Markdown: they follow the model's answer.
+    ROUND: str  # {round}, {max_rounds}
+    ROUND_FINAL: str  # {round}, {max_rounds}
+    CONSULT_USAGE: str  # {rounds}
+    CONSULT_BAD_ROUNDS: str  # {max_rounds}
+    CONSULT_IN_PROGRESS: str  # {round}, {max_rounds}
+    NOT_CONSULTING: str
+    CONSULT_CANCELLED: str  # {round}, {max_rounds}
+    CONSULT_GOES_ON: str  # {round}, {max_rounds}
+    CONSULT_ENDED_BY_RESET: str
+    # What the user "says" when they ask for the final answer with /finish (stored as such).
+    FINISH_REQUEST: str
+
+    # /language. {name} is the language's own name, {code} its ISO 639-1 code.
+    LANGUAGE_IS: str  # {name}, {code}
+    LANGUAGE_UNKNOWN: str
+    LANGUAGE_SET: str  # {name}, {code}
+    LANGUAGE_BAD_CODE: str  # {code}, {supported}
+
+    # The command menu: (command, description).
+    COMMANDS: tuple[tuple[str, str], ...]

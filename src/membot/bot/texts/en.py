@@ -1,0 +1,77 @@
+"""The bot's own words in English: the fallback for every language it does not speak."""
+
+from __future__ import annotations
+
+from membot.bot.texts.base import Texts
+
+EN = Texts(
+    START=(
+        "Hi! I'm membot, an assistant that remembers our conversation, even across restarts.\n"
+        "Just write to me. /help lists what else I can do."
+    ),
+    HELP=(
+        "Write me anything and I'll answer, keeping the context of our chat.\n\n"
+        "/consult [N] <request> - a consultation: I ask what I need to know, then give one "
+        "complete answer (N rounds, {rounds} by default, at most {max_rounds})\n"
+        "/finish - the consultation's final answer now\n"
+        "/cancel - end the consultation without an answer\n"
+        "/summary - what I remember of our earlier conversation\n"
+        "/memory - the facts you asked me to keep\n"
+        "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
+        "/reset - forget everything in this chat\n"
+        "/help - this message\n\n"
+        "In groups, mention me or reply to my message."
+    ),
+    RESET_DONE="Done: I've forgotten everything in this chat. Let's start over.",
+    NO_SUMMARY="There is no summary yet: I make one after every {every} messages.",
+    SUMMARY="Here is what I remember of our earlier conversation:\n\n{summary}",
+    NO_FACTS=(
+        "I'm not keeping any facts for this chat yet. Ask me to remember something, "
+        'e.g. "remember that I prefer short answers".'
+    ),
+    FACTS="Facts I keep for this chat:\n\n{facts}\n\nAsk me to forget any of them at any time.",
+    TEXT_ONLY="Sorry, I can only read text messages for now.",
+    LLM_BUSY="I'm getting too many requests right now. Please try again in a minute.",
+    LLM_FAILED="Sorry, I couldn't get an answer right now. Please try again.",
+    INTERNAL_ERROR="Sorry, something went wrong on my side. Please try again.",
+    ROUND="_Round {round} of {max_rounds}_",
+    ROUND_FINAL="_Round {round} of {max_rounds}: the consultation is complete._",
+    CONSULT_USAGE=(
+        "Tell me what the consultation is about: /consult [N] <request>, e.g. "
+        '"/consult 3 help me plan a week in Rome". N is the number of rounds ({rounds} if '
+        "omitted)."
+    ),
+    CONSULT_BAD_ROUNDS="The number of rounds must be from 1 to {max_rounds}.",
+    CONSULT_IN_PROGRESS=(
+        "A consultation is already in progress (round {round} of {max_rounds} is next). "
+        "Answer my questions, /finish for the final answer now, or /cancel it."
+    ),
+    NOT_CONSULTING="There is no consultation in progress. Start one with /consult <request>.",
+    CONSULT_CANCELLED=(
+        "Consultation cancelled in round {round} of {max_rounds}, without a final answer. "
+        "We're back to a normal chat."
+    ),
+    CONSULT_GOES_ON=(
+        "The consultation goes on: round {round} of {max_rounds} is next (/finish, /cancel)."
+    ),
+    CONSULT_ENDED_BY_RESET="The consultation in progress has ended too.",
+    FINISH_REQUEST="Please give me your final answer now.",
+    LANGUAGE_IS="The language of this chat: {name} ({code}). Change it with /language <code>.",
+    LANGUAGE_UNKNOWN=(
+        "I don't know the language of this chat yet: I'll tell it from your next message. "
+        "Or set it with /language <code>, e.g. /language en."
+    ),
+    LANGUAGE_SET="Done: the language of this chat is now {name} ({code}).",
+    LANGUAGE_BAD_CODE='I don\'t know the language code "{code}". Supported: {supported}.',
+    COMMANDS=(
+        ("start", "Say hello"),
+        ("help", "What I can do"),
+        ("consult", "A consultation: questions first, then one full answer"),
+        ("finish", "The consultation's final answer now"),
+        ("cancel", "End the consultation without an answer"),
+        ("summary", "What I remember of our earlier chat"),
+        ("memory", "Facts I keep for you"),
+        ("language", "The language of this chat"),
+        ("reset", "Forget this chat"),
+    ),
+)

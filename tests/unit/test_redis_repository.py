@@ -1,0 +1,443 @@
+"""The Redis backend beyond the shared contract: its key layout, trimming, TTLs, writers in
+two processes, the start-up check, the client's limits, the settings and `membot migrate`.
+
+Against the real Redis at 127.0.0.1:6379 (CI has one too); each test works under a prefix of
+its own and deletes every key under it afterwards. Nothing is skipped when Redis is down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from tests.scripted import ScriptedModel
+
+from membot.config import ConfigError, Settings, load_settings
+from membot.ids import ConversationId
+from membot.memory import ConversationState, FileRepository, Message
+from membot.memory import redis as redis_module
+from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
+from membot.memory.redis import RedisRepository, create_client
+from membot.wiring import build_core
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+ROOT = Path(__file__).resolve().parents[2]
+CONSULTING = ConversationState(mode="consultation", round=1, max_rounds=3, language="ru")
+CID = ConversationId.telegram(42)
+SESSION = ConversationId.api(uuid.UUID("3f2b8c1e-9a4d-4c6b-8e2f-1a2b3c4d5e6f"))
+
+MakeRepo = Callable[..., RedisRepository]
+
+
+@pytest.fixture
+def prefix() -> str:
+    return f"membot-test:{uuid.uuid4().hex}:"
+
+
+@pytest.fixture
+async def make_repo(prefix: str) -> AsyncIterator[MakeRepo]:
+    """RedisRepository instances under this test's prefix, each with its own pool (as
+    separate processes would have); every key under the prefix is deleted afterwards."""
+    made: list[RedisRepository] = []
+
+    def make(**kw: int) -> RedisRepository:
+        made.append(RedisRepository(create_client(REDIS_URL), prefix=prefix, **kw))
+        return made[-1]
+
+    yield make
+    if made:
+        client = made[0].client
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    for repo in made:
+        await repo.close()
+
+
+def turn(text: str) -> list[Message]:
+    return [Message(role="user", content=text), Message(role="assistant", content=f"re: {text}")]
+
+
+async def all_keys(repo: RedisRepository) -> set[str]:
+    return {key async for key in repo.client.scan_iter(match=f"{repo.prefix}*")}
+
+
+# -- layout ------------------------------------------------------------------------------------
+
+
+async def test_every_key_lies_under_the_prefix_and_reads_as_json_or_text(
+    make_repo: MakeRepo,
+) -> None:
+    repo = make_repo()
+    await repo.append(CID, turn("Привет"), CONSULTING)
+    generation = (await repo.get_meta(CID)).generation
+    assert await repo.save_summary(CID, "the summary", 1, 2, generation)
+    assert await repo.add_fact(CID, "likes tea", 10)
+    base = f"{repo.prefix}conv:tg:42:"
+    assert await all_keys(repo) == {
+        *(base + name for name in ("messages", "meta", "seq", "summary", "summaries", "facts")),
+        f"{repo.prefix}conversations:tg",
+    }
+    client = repo.client
+    lines = await client.zrange(base + "messages", 0, -1, withscores=True)
+    assert [(json.loads(line)["seq"], score) for line, score in lines] == [(1, 1.0), (2, 2.0)]
+    assert json.loads(lines[0][0])["content"] == "Привет"  # readable: not \u-escaped
+    assert "Привет" in lines[0][0]
+    assert json.loads(lines[1][0])["state"]["language"] == "ru"  # the turn's state rides on it
+    meta = await client.hgetall(base + "meta")
+    assert meta["generation"] == generation
+    assert json.loads(meta["state"]) == CONSULTING.to_dict()
+    assert (meta["state_seq"], meta["summarized_upto"], meta["summaries_made"]) == ("2", "2", "1")
+    assert await client.get(base + "seq") == "2"
+    assert await client.get(base + "summary") == "the summary"
+    assert json.loads((await client.lrange(base + "summaries", 0, -1))[0])["covers_to"] == 2
+    assert json.loads((await client.lrange(base + "facts", 0, -1))[0])["text"] == "likes tea"
+    assert await client.smembers(f"{repo.prefix}conversations:tg") == {"42"}
+
+
+async def test_reset_deletes_every_key_of_the_conversation(make_repo: MakeRepo) -> None:
+    repo = make_repo()
+    for cid in (CID, SESSION):
+        await repo.append(cid, turn("q"), CONSULTING)
+        await repo.add_fact(cid, "a fact", 10)
+        assert await repo.save_summary(cid, "s", 1, 2, (await repo.get_meta(cid)).generation)
+    await repo.reset(CID)
+    left = await all_keys(repo)
+    assert not [key for key in left if ":tg:" in key]
+    assert await repo.client.exists(f"{repo.prefix}conversations:tg") == 0
+    assert len([key for key in left if f":api:{SESSION.key}:" in key]) == 6
+
+
+async def test_trimming_keeps_the_newest_and_counts_every_message(make_repo: MakeRepo) -> None:
+    repo = make_repo(max_messages=100)
+    for i in range(65):
+        await repo.append(CID, turn(f"q{i}"))
+    assert await repo.client.zcard(repo.keys(CID).messages) == 100
+    assert (await repo.get_meta(CID)).messages_total == 130
+    assert [m.seq async for m in repo.iter_messages(CID)] == list(range(31, 131))
+    assert [m.seq async for m in repo.iter_messages(CID, after_seq=120)] == list(range(121, 131))
+    assert [m.content for m in await repo.tail(CID, 2)] == ["q64", "re: q64"]
+    stored = await repo.append(CID, turn("next"))
+    assert [m.seq for m in stored] == [131, 132]
+
+
+async def test_a_ttl_is_refreshed_by_activity_but_not_by_a_summary(make_repo: MakeRepo) -> None:
+    repo = make_repo(ttl=1000)
+    keys = repo.keys(CID)
+    await repo.append(CID, turn("q"))
+    await repo.add_fact(CID, "a fact", 10)
+    for key in keys.conversation:
+        if key not in (keys.summary, keys.summaries):
+            assert 990 <= await repo.client.ttl(key) <= 1000, key
+    assert await repo.client.ttl(keys.namespace_index) == -1  # shared: never expires
+    for key in keys.conversation:
+        await repo.client.expire(key, 50)  # time passes
+    assert await repo.save_summary(CID, "s", 1, 2, (await repo.get_meta(CID)).generation)
+    for key in keys.conversation:  # the summary's keys expire with the rest, no later
+        assert 0 < await repo.client.ttl(key) <= 50, key
+    await repo.set_state(CID, CONSULTING)
+    for key in keys.conversation:
+        assert await repo.client.ttl(key) > 990, key
+
+
+async def test_without_a_ttl_nothing_expires(make_repo: MakeRepo) -> None:
+    repo = make_repo()
+    await repo.append(CID, turn("q"))
+    assert await repo.save_summary(CID, "s", 1, 2, (await repo.get_meta(CID)).generation)
+    await repo.add_fact(CID, "a fact", 10)
+    for key in await all_keys(repo):
+        assert await repo.client.ttl(key) == -1, key
+
+
+async def test_an_expired_conversation_leaves_the_index(make_repo: MakeRepo) -> None:
+    repo = make_repo(ttl=1000)
+    await repo.append(CID, turn("q"))
+    await repo.append(ConversationId.telegram(7), turn("q"))
+    await repo.client.delete(*repo.keys(CID).conversation)  # as the TTL does
+    assert await repo.conversations("tg") == [ConversationId.telegram(7)]
+    assert await repo.client.smembers(repo.index_key("tg")) == {"7"}
+
+
+# -- atomicity -------------------------------------------------------------------------------
+
+
+async def test_ten_writers_in_two_processes_lose_nothing(make_repo: MakeRepo) -> None:
+    first, second = make_repo(), make_repo()  # two pools, as two processes
+
+    async def writer(w: int) -> list[list[int]]:
+        repo = (first, second)[w % 2]
+        seqs = []
+        for t in range(10):
+            tool = Message(role="tool", content=f"{w}/{t}", tool_call_id=f"c{w}-{t}")
+            stored = await repo.append(CID, [*turn(f"{w}/{t}"), tool])
+            seqs.append([m.seq for m in stored])
+        return seqs
+
+    results = await asyncio.gather(*(writer(w) for w in range(10)))
+    stored = [m async for m in second.iter_messages(CID)]
+    assert [m.seq for m in stored] == list(range(1, 301))
+    assert (await first.get_meta(CID)).messages_total == 300
+    for i in range(0, 300, 3):  # every turn contiguous, never interleaved with another
+        a, b, c = stored[i : i + 3]
+        assert (b.content, c.content) == (f"re: {a.content}", a.content)
+    assert len({m.content for m in stored[::3]}) == 100
+    for seqs in (s for writer_seqs in results for s in writer_seqs):
+        assert seqs == list(range(seqs[0], seqs[0] + 3))
+
+
+async def test_a_resent_append_is_stored_once(
+    make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # redis-py resends a call whose reply was lost; the turn's token makes that harmless.
+    repo = make_repo()
+    await repo.append(CID, turn("before"))
+    monkeypatch.setattr(redis_module, "new_turn_token", lambda: "same-token")
+    sent = await repo.append(CID, turn("once"), CONSULTING)
+    resent = await repo.append(CID, turn("once"), CONSULTING)
+    assert [m.seq for m in sent] == [m.seq for m in resent] == [3, 4]
+    contents = [m.content for m in await repo.tail(CID, 10)]
+    assert contents == ["before", "re: before", "once", "re: once"]
+    assert (await repo.get_meta(CID)).messages_total == 4
+
+
+async def test_the_duplicate_check_ignores_case_beyond_ascii(make_repo: MakeRepo) -> None:
+    repo = make_repo()
+    assert await repo.add_fact(CID, "Живу в Кракове", 10) is True
+    assert await repo.add_fact(CID, "ЖИВУ В КРАКОВЕ", 10) is False
+    assert await repo.add_fact(CID, "Straße", 10) is True
+    assert await repo.add_fact(CID, "STRASSE", 10) is False  # casefold, not lower
+
+
+# -- the client, the start-up check, the wiring ------------------------------------------------
+
+
+def test_the_client_sets_its_limits_and_connects_nowhere_when_built() -> None:
+    client = create_client("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    kwargs = client.connection_pool.connection_kwargs
+    assert (kwargs["socket_connect_timeout"], kwargs["socket_timeout"]) == (1.0, 1.0)
+    assert kwargs["health_check_interval"] > 0
+    assert kwargs["retry"].get_retries() == 2
+    assert client.connection_pool.max_connections == 64
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A server that accepts connections and never answers: a hung Redis."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        yield server.getsockname()[1]
+
+
+async def test_a_hung_server_fails_a_call_within_seconds(silent_port: int) -> None:
+    repo = RedisRepository(create_client(f"redis://127.0.0.1:{silent_port}/0"))
+    started = time.monotonic()
+    with pytest.raises((RedisTimeoutError, RedisConnectionError)):
+        await repo.tail(CID, 5)
+    assert time.monotonic() - started < 4.0  # CALL_DEADLINE, not redis-py's tens of seconds
+    await repo.close()
+
+
+async def test_build_core_connects_nowhere_and_start_warns_when_unreachable(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    settings = load_settings(
+        telegram=False,
+        _env_file=None,
+        openrouter_api_key="sk-test",
+        data_dir=tmp_path,
+        storage="redis",
+        redis_url="redis://127.0.0.1:1/0",
+    )
+    core = build_core(settings, model=ScriptedModel())
+    assert isinstance(core.repository, RedisRepository)
+    with caplog.at_level(logging.WARNING):
+        await core.start()
+    assert "Redis is unreachable" in caplog.text
+    await core.aclose()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "warned"),
+    [
+        ({"appendonly": "no", "save": ""}, True),
+        ({"appendonly": "yes", "save": ""}, False),
+        ({"appendonly": "no", "save": "3600 1 300 100"}, False),
+        (None, False),  # CONFIG disabled, as on managed services
+    ],
+)
+async def test_start_warns_when_redis_persists_nothing(
+    make_repo: MakeRepo,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    config: dict[str, str] | None,
+    warned: bool,
+) -> None:
+    repo = make_repo()
+
+    async def config_get(name: str) -> dict[str, str]:
+        if config is None:
+            raise ResponseError("unknown command 'CONFIG'")
+        return {name: config[name]}
+
+    monkeypatch.setattr(repo.client, "config_get", config_get)
+    with caplog.at_level(logging.INFO):
+        assert await repo.check() is True
+    assert ("Redis persists nothing" in caplog.text) is warned
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"redis_max_messages": 99}, "REDIS_MAX_MESSAGES is invalid"),
+        ({"redis_url": "http://127.0.0.1:6379"}, "REDIS_URL is invalid"),
+        ({"conversation_ttl": -1}, "CONVERSATION_TTL is invalid"),
+        ({"storage": "sqlite"}, "STORAGE is invalid"),
+        ({"redis_prefix": "my prefix"}, "REDIS_PREFIX is invalid"),
+    ],
+)
+def test_bad_storage_settings_name_the_variable(overrides: dict[str, object], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        load_settings(telegram=False, _env_file=None, openrouter_api_key="k", **overrides)
+
+
+def test_storage_settings_defaults() -> None:
+    settings = load_settings(
+        telegram=False, _env_file=None, openrouter_api_key="k", storage="Redis"
+    )
+    assert settings.storage == "redis"
+    assert settings.redis_url.get_secret_value() == "redis://127.0.0.1:6379/0"
+    assert (settings.redis_prefix, settings.redis_max_messages) == ("membot:", 10_000)
+    assert settings.conversation_ttl == 0
+    assert Settings.model_fields["storage"].default == "files"
+
+
+# -- membot migrate ----------------------------------------------------------------------------
+
+
+async def fill_files(data: Path) -> FileRepository:
+    files = FileRepository(data)
+    for i in range(75):
+        await files.append(CID, turn(f"q{i}"), CONSULTING if i == 74 else None)
+    assert await files.save_summary(CID, "one", 1, 40, (await files.get_meta(CID)).generation)
+    assert await files.save_summary(CID, "two", 41, 100, (await files.get_meta(CID)).generation)
+    await files.add_fact(CID, "likes tea", 10)
+    await files.append(SESSION, turn("api words"))
+    await files.add_fact(ConversationId.telegram(-100), "only a fact", 10)
+    return files
+
+
+async def snapshot(side: FilesSide | RedisSide, cid: ConversationId) -> tuple[object, ...]:
+    repo = side.repository
+    meta = await repo.get_meta(cid)
+    messages = [m.to_json() async for m in repo.iter_messages(cid)]
+    extras = await side.extras(cid)
+    facts = [f["text"] for f in extras.facts]
+    counters = (meta.messages_total, meta.summarized_upto, meta.summaries_made, meta.state_seq)
+    times = (meta.created_at, meta.updated_at, meta.last_summary_at)
+    return messages, counters, times, meta.state, extras.summary, extras.summaries, facts
+
+
+async def test_migrate_copies_everything_both_ways_idempotently(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    files = FilesSide(await fill_files(tmp_path / "data"))
+    redis = RedisSide(make_repo(max_messages=100))
+    report = await migrate(files, redis)
+    assert (report.conversations, report.copied, report.skipped) == (3, 3, 0)
+    assert report.messages == 100 + 2  # REDIS_MAX_MESSAGES keeps the newest 100 of 150
+    for cid in (CID, SESSION):
+        assert (await redis.repository.get_meta(cid)).generation == (
+            await files.repository.get_meta(cid)
+        ).generation
+    old, new = await snapshot(files, CID), await snapshot(redis, CID)
+    assert new[0] == old[0][50:] and new[1:] == old[1:]
+    assert await snapshot(redis, SESSION) == await snapshot(files, SESSION)
+    assert await redis.repository.get_facts(ConversationId.telegram(-100)) == ["only a fact"]
+    # A second run finds everything there already.
+    again = await migrate(files, redis)
+    assert (again.copied, again.skipped, again.messages, again.conflicts) == (0, 3, 0, [])
+    # And back, into an empty DATA_DIR, twice.
+    back = FilesSide(FileRepository(tmp_path / "back"))
+    assert (await migrate(redis, back)).copied == 3
+    assert (await migrate(redis, back)).skipped == 3
+    for cid in (CID, SESSION, ConversationId.telegram(-100)):
+        assert await snapshot(back, cid) == await snapshot(redis, cid)
+    # The copy is a working conversation of its backend.
+    stored = await back.repository.append(CID, turn("after"))
+    assert stored[0].seq == 151
+    assert (await back.repository.get_meta(CID)).state == CONSULTING
+
+
+async def test_migrate_leaves_a_different_copy_alone_unless_told(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    files = FilesSide(await fill_files(tmp_path / "data"))
+    redis = RedisSide(make_repo())
+    await migrate(files, redis)
+    await redis.repository.append(CID, turn("said on redis since"))
+    report = await migrate(files, redis)
+    assert (report.conflicts, report.skipped, report.copied) == ([CID], 2, 0)
+    assert (await redis.repository.get_meta(CID)).messages_total == 152
+    report = await migrate(files, redis, overwrite=True)
+    assert (report.copied, report.skipped) == (1, 2)
+    assert (await redis.repository.get_meta(CID)).messages_total == 150
+
+
+async def test_an_interrupted_copy_is_made_again(make_repo: MakeRepo, tmp_path: Path) -> None:
+    files = FilesSide(await fill_files(tmp_path / "data"))
+    redis = RedisSide(make_repo())
+    await migrate(files, redis)
+    # Killed after the messages, before meta: the conversation does not count as there.
+    await redis.client.delete(redis.repository.keys(CID).meta)
+    report = await migrate(files, redis)
+    assert (report.copied, report.skipped) == (1, 2)
+    assert await snapshot(redis, CID) == await snapshot(files, CID)
+
+
+def migrate_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    names = {name.upper() for name in Settings.model_fields}
+    env = {k: v for k, v in os.environ.items() if k.upper() not in names}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return {**env, "DATA_DIR": str(tmp_path / "data"), **extra}
+
+
+async def test_membot_migrate_runs_without_tokens(make_repo: MakeRepo, tmp_path: Path) -> None:
+    await fill_files(tmp_path / "data")
+    repo = make_repo()
+    command = [sys.executable, "-m", "membot", "migrate", "--from", "files", "--to", "redis"]
+    env = migrate_env(tmp_path, REDIS_PREFIX=repo.prefix)
+    done = await asyncio.to_thread(
+        subprocess.run, command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 conversations (3 copied, 0 skipped" in done.stdout
+    assert "152 messages copied" in done.stdout  # REDIS_MAX_MESSAGES: 10,000 by default
+    assert (await repo.get_meta(CID)).messages_total == 150
+
+
+def test_membot_migrate_config_errors_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env here
+    for name in Settings.model_fields:
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("REDIS_MAX_MESSAGES", "5")
+    assert run_migrate("files", "redis") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "REDIS_MAX_MESSAGES is invalid" in err
+    assert run_migrate("files", "files") == 2

@@ -1,0 +1,124 @@
+"""The conversation's turn across processes (STORAGE=redis), against the real Redis.
+
+Two `ConversationService`s with their own Redis clients stand for two processes; the
+conversation's turn must be held by one of them at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from redis.asyncio import Redis
+
+from membot.core.service import ConversationBusy, ConversationService
+from membot.core.turnlock import RedisTurnLocks
+from membot.ids import ConversationId
+from membot.memory import MemoryRepository
+
+CID = ConversationId.telegram(4242)
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    prefix = f"membot-test:{uuid.uuid4().hex}:"
+    yield prefix
+    client = Redis.from_url(REDIS_URL)
+    async for key in client.scan_iter(match=f"{prefix}*"):
+        await client.delete(key)
+    await client.aclose()
+
+
+@pytest.fixture
+async def processes(prefix: str) -> AsyncIterator[list[ConversationService]]:
+    clients = [Redis.from_url(REDIS_URL) for _ in range(2)]
+    services = [
+        # The agent is never called here: only the service's ordering is under test.
+        ConversationService(
+            None,  # type: ignore[arg-type]
+            MemoryRepository(),
+            consult_rounds=3,
+            max_rounds=10,
+            turn_locks=RedisTurnLocks(client, prefix, timeout=2.0, poll=0.01),
+        )
+        for client in clients
+    ]
+    yield services
+    for client in clients:
+        await client.aclose()
+
+
+async def test_two_processes_never_hold_one_conversation_at_once(
+    processes: list[ConversationService],
+) -> None:
+    inside = 0
+    most = 0
+    done: list[int] = []
+
+    async def turn(n: int) -> None:
+        nonlocal inside, most
+        async with processes[n % 2].ordered(CID):
+            inside += 1
+            most = max(most, inside)
+            for _ in range(5):  # a turn awaits things; let the others try their luck
+                await asyncio.sleep(0)
+            inside -= 1
+            done.append(n)
+
+    await asyncio.gather(*(turn(n) for n in range(10)))
+    assert most == 1
+    assert sorted(done) == list(range(10))
+    # Each process keeps its own arrival order.
+    assert [n for n in done if n % 2 == 0] == [0, 2, 4, 6, 8]
+    assert [n for n in done if n % 2 == 1] == [1, 3, 5, 7, 9]
+
+
+async def test_exclusive_is_refused_while_another_process_holds_the_turn(
+    processes: list[ConversationService],
+) -> None:
+    first, second = processes
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with first.ordered(CID):
+            held.set()
+            await release.wait()
+
+    task = asyncio.create_task(holder())
+    await held.wait()
+    with pytest.raises(ConversationBusy):
+        async with second.exclusive(CID):
+            pass
+    release.set()
+    await task
+    async with second.exclusive(CID):  # free again
+        pass
+    assert second.in_flight == 0
+
+
+async def test_a_long_turn_keeps_its_lock_past_the_timeout(prefix: str) -> None:
+    client = Redis.from_url(REDIS_URL)
+    locks = RedisTurnLocks(client, prefix, timeout=0.3, poll=0.01)
+    try:
+        async with locks.hold(CID):
+            # Longer than the lease: the turn re-arms it, so nobody else gets in meanwhile.
+            await asyncio.sleep(0.8)
+            assert await client.exists(locks.key(CID)) == 1
+        assert await client.exists(locks.key(CID)) == 0
+    finally:
+        await client.aclose()
+
+
+async def test_a_lock_left_by_a_killed_process_expires(prefix: str) -> None:
+    client = Redis.from_url(REDIS_URL)
+    locks = RedisTurnLocks(client, prefix, timeout=5.0, poll=0.01)
+    try:
+        # What a process killed in mid-turn leaves: a token nobody will release.
+        await client.set(locks.key(CID), "dead-owner", px=300)
+        async with locks.hold(CID):
+            assert await client.get(locks.key(CID)) != b"dead-owner"
+    finally:
+        await client.aclose()
