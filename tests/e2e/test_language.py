@@ -126,3 +126,14 @@ async def test_the_summary_is_asked_for_in_the_chats_language(
     await llm.wait_until(lambda: len(llm.summary_requests) == 1, what="the summary request")
     instructions = llm.summary_requests[0]["messages"][0]["content"]
     assert "Write the summary in Russian." in instructions
+
+
+async def test_the_command_menu_is_registered_in_russian_too(
+    tg: FakeTelegram, start_bot: StartBot
+) -> None:
+    await start_bot()
+    russian = [c["description"] for c in tg.commands_for("ru")]
+    assert russian == [d for _, d in texts.get("ru").COMMANDS]
+    assert [c["description"] for c in tg.commands_for("")] == [
+        d for _, d in texts.get("en").COMMANDS
+    ]

@@ -1348,6 +1348,11 @@ class FakeTelegram(LocalServer):
         self.action_params.append(params)
         return True
 
+    def commands_for(self, language_code: str = "") -> list[dict[str, Any]]:
+        """The menu registered for the default scope and this language ("" = all)."""
+        key = (json.dumps({"type": "default"}, sort_keys=True), language_code)
+        return list(self._commands_by_scope.get(key, []))
+
     @staticmethod
     def _scope_key(params: dict[str, Any]) -> tuple[str, str]:
         scope = params.get("scope") or {"type": "default"}

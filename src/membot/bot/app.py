@@ -91,9 +91,13 @@ class MembotApp:
         try:
             await self.core.start()
             await bot.delete_webhook(drop_pending_updates=False)
-            await bot.set_my_commands(
-                [BotCommand(command=c, description=d) for c, d in texts.COMMANDS]
-            )
+            # The menu in Russian for Russian-speaking clients, English for everyone else
+            # (the default scope last, so the default is what a plain getMyCommands shows).
+            for code in ("ru", ""):
+                await bot.set_my_commands(
+                    [BotCommand(command=c, description=d) for c, d in texts.get(code).COMMANDS],
+                    language_code=code or None,
+                )
             replay = await self.inbox.unanswered(self.repository)
             if self.api is not None:
                 await self.api.start()  # a port already taken fails the start-up cleanly
