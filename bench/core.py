@@ -15,10 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import math
 import operator
+import os
 import re
+import sys
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +42,9 @@ MODEL = "bench/model"
 SUMMARIZER_MARKER = INSTRUCTIONS.split(".")[0]
 ANSWER_TIMEOUT = 60.0
 READY_TIMEOUT = 30.0
+# The Redis the STORAGE=redis figures use (the one the tests use too); each run works under a
+# prefix of its own and deletes every key under it afterwards.
+REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 # --------------------------------------------------------------------------------------------
@@ -380,3 +387,55 @@ async def drive(tg: TimedTelegram, chats: Sequence[int], per_chat: int, tag: str
     await asyncio.gather(*(one_chat(c) for c in chats))
     wall = time.perf_counter() - started
     return RunStats(messages=len(chats) * per_chat, wall=wall, latencies=latencies)
+
+
+# --------------------------------------------------------------------------------------------
+# Redis (STORAGE=redis figures)
+# --------------------------------------------------------------------------------------------
+
+
+def redis_settings(prefix: str) -> dict[str, Any]:
+    """The settings that put membot on the bench's Redis, under ``prefix``."""
+    return {"storage": "redis", "redis_url": REDIS_URL, "redis_prefix": prefix}
+
+
+def _no_persistence_warning(record: logging.LogRecord) -> bool:
+    """A scratch server for the bench need not persist: membot's start-up warning says so."""
+    return "persists nothing" not in record.getMessage()
+
+
+@contextlib.asynccontextmanager
+async def redis_scratch() -> AsyncIterator[str | None]:
+    """A fresh key prefix on the bench's Redis, every key under it deleted afterwards; None
+    (with a line on stderr) when Redis cannot be reached, so the caller can skip its figures
+    rather than fail the whole section."""
+    from redis.exceptions import RedisError
+
+    from membot.memory.redis import create_client
+
+    logging.getLogger("membot.memory.redis").addFilter(_no_persistence_warning)  # added once
+    client = create_client(REDIS_URL)
+    prefix = f"membot-bench:{uuid.uuid4().hex}:"
+    try:
+        try:
+            await client.ping()
+        except RedisError as exc:
+            print(
+                f"  Redis at {REDIS_URL} unreachable ({exc}): redis figures skipped",
+                file=sys.stderr,
+            )
+            yield None
+            return
+        try:
+            yield prefix
+        finally:
+            batch: list[str] = []
+            async for key in client.scan_iter(match=f"{prefix}*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    await client.delete(*batch)
+                    batch.clear()
+            if batch:
+                await client.delete(*batch)
+    finally:
+        await client.aclose()

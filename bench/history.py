@@ -6,6 +6,13 @@ them in rounds: each round sends one message to each chat in turn (rotating the 
 for every answer, so machine drift hits all cases alike. Zero-latency LLM, so the memory's
 cost is not hidden behind the model's. Summaries are switched off (SUMMARY_EVERY=10000) to
 isolate reading and writing the history; the summarizer only ever reads the unsummarized tail.
+
+The Redis backend (STORAGE=redis) gets the same measurement at 10 and 10,000 stored messages
+(10,000 is REDIS_MAX_MESSAGES's default, the most a conversation keeps there): two chats
+pre-filled through RedisRepository.append in batches (fully summarized, as above), under a
+prefix of this run's own on the local Redis, deleted afterwards, and answered in rounds by a
+second membot instance on STORAGE=redis. Its "archive size" is Redis's MEMORY USAGE of the
+chat's messages key.
 """
 
 from __future__ import annotations
@@ -17,15 +24,32 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.core import Row, fakes, make_membot, median, percentile, row, running
+from bench.core import (
+    REDIS_URL,
+    BotApp,
+    Row,
+    TimedTelegram,
+    fakes,
+    make_membot,
+    median,
+    percentile,
+    redis_scratch,
+    redis_settings,
+    row,
+    running,
+)
 from membot.ids import ConversationId
 from membot.memory.files import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message, Summary, new_generation
+from membot.memory.redis import RedisRepository, create_client
 
 BENCH = "history"
 TARGET_RATIO = 1.15
 SIZES = (10, 10_000, 100_000)
+REDIS_SIZES = (10, 10_000)
 BASE_CHAT = 2000
+REDIS_BASE_CHAT = 2100
+REDIS_BATCH = 1_000  # messages per append while pre-filling
 START = datetime(2025, 1, 1, tzinfo=UTC)
 SUMMARY_TEXT = (
     "Alice is planning a trip to Lisbon in May with her sister; she prefers trains to planes, "
@@ -95,11 +119,52 @@ def prefill(data_dir: Path, chat_id: int, count: int) -> None:
     )
 
 
+async def prefill_redis(repo: RedisRepository, chat_id: int, count: int) -> int:
+    """The same chat in Redis, appended in batches, fully summarized; its messages' bytes."""
+    cid = ConversationId.telegram(chat_id)
+    for first in range(1, count + 1, REDIS_BATCH):
+        last = min(first + REDIS_BATCH - 1, count)
+        await repo.append(
+            cid,
+            [
+                _message(seq, chat_id, START + timedelta(seconds=30 * seq))
+                for seq in range(first, last + 1)
+            ],
+        )
+    meta = await repo.get_meta(cid)
+    if meta.messages_total != count:
+        raise RuntimeError(f"Redis kept {meta.messages_total} of {count} messages")
+    await repo.save_summary(cid, SUMMARY_TEXT, 1, count, meta.generation)
+    return int(await repo.client.memory_usage(repo.keys(cid).messages) or 0)
+
+
+async def _measure(
+    app: BotApp,
+    tg: TimedTelegram,
+    chats: dict[int, int],
+    rounds: int,
+    warmup: int,
+) -> dict[int, list[float]]:
+    """Answer latencies per size: one message to each chat per round, the order rotating."""
+    sizes = tuple(chats)
+    samples: dict[int, list[float]] = {size: [] for size in sizes}
+    async with running(app, tg):
+        for round_no in range(warmup + rounds):
+            shift = round_no % len(sizes)
+            for size in sizes[shift:] + sizes[:shift]:
+                latency = await tg.ask(
+                    chats[size], f"round {round_no}: and what about the museums?"
+                )
+                if round_no >= warmup:
+                    samples[size].append(latency)
+    return samples
+
+
 async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
     rounds, warmup = (12, 2) if quick else (100, 5)
     chats = {size: BASE_CHAT + i for i, size in enumerate(SIZES)}
-    samples: dict[int, list[float]] = {size: [] for size in SIZES}
     archive_bytes: dict[int, int] = {}
+    raw: dict[str, Any] = {"rounds": rounds}
     with tempfile.TemporaryDirectory(prefix="membot-bench-") as tmp:
         data_dir = Path(tmp) / "data"
         for size, chat_id in chats.items():
@@ -107,44 +172,70 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
             archive_bytes[size] = os.path.getsize(data_dir / str(chat_id) / MESSAGES)
         async with fakes() as (tg, llm):
             app = make_membot(tg, llm, data_dir, summary_every=10_000)
-            async with running(app, tg):
-                for round_no in range(warmup + rounds):
-                    shift = round_no % len(SIZES)
-                    order = SIZES[shift:] + SIZES[:shift]
-                    for size in order:
-                        latency = await tg.ask(
-                            chats[size], f"round {round_no}: and what about the museums?"
-                        )
-                        if round_no >= warmup:
-                            samples[size].append(latency)
+            samples = await _measure(app, tg, chats, rounds, warmup)
             if llm.summary_requests:
                 raise RuntimeError("a summary ran during the history benchmark")
-    return _rows(samples, archive_bytes, rounds), {
-        "rounds": rounds,
-        "latencies_ms": {str(s): [round(x * 1000, 3) for x in v] for s, v in samples.items()},
-        "archive_bytes": {str(s): b for s, b in archive_bytes.items()},
-    }
+        rows = _rows(samples, archive_bytes, rounds)
+        raw["latencies_ms"] = _ms(samples)
+        raw["archive_bytes"] = {str(s): b for s, b in archive_bytes.items()}
+
+        async with redis_scratch() as prefix:
+            if prefix is None:
+                raw["redis"] = {"skipped": f"Redis at {REDIS_URL} unreachable"}
+                return rows, raw
+            redis_chats = {size: REDIS_BASE_CHAT + i for i, size in enumerate(REDIS_SIZES)}
+            redis_bytes: dict[int, int] = {}
+            repo = RedisRepository(create_client(REDIS_URL), prefix=prefix)
+            try:
+                for size, chat_id in redis_chats.items():
+                    redis_bytes[size] = await prefill_redis(repo, chat_id, size)
+            finally:
+                await repo.close()
+            async with fakes() as (tg, llm):
+                app = make_membot(
+                    tg,
+                    llm,
+                    Path(tmp) / "redis-data",
+                    summary_every=10_000,
+                    **redis_settings(prefix),
+                )
+                redis_samples = await _measure(app, tg, redis_chats, rounds, warmup)
+                if llm.summary_requests:
+                    raise RuntimeError("a summary ran during the history benchmark")
+        rows += _rows(redis_samples, redis_bytes, rounds, backend="redis")
+        raw["redis"] = {"latencies_ms": _ms(redis_samples), "memory_bytes": redis_bytes}
+    return rows, raw
 
 
-def _rows(samples: dict[int, list[float]], sizes: dict[int, int], rounds: int) -> list[Row]:
+def _ms(samples: dict[int, list[float]]) -> dict[str, list[float]]:
+    return {str(s): [round(x * 1000, 3) for x in v] for s, v in samples.items()}
+
+
+def _rows(
+    samples: dict[int, list[float]], sizes: dict[int, int], rounds: int, backend: str = ""
+) -> list[Row]:
     rows: list[Row] = []
-    base = median(samples[SIZES[0]])
+    cases = tuple(samples)
+    base = median(samples[cases[0]])
+    label = f"{backend}: " if backend else ""
     note = (
         f"{rounds} answers per case, one round-robin over the cases at a time; "
         "zero-latency LLM; summaries off"
+        + (f"; STORAGE={backend}, pre-filled through RedisRepository.append" if backend else "")
     )
-    for size in SIZES:
-        case = f"{size:,} stored"
+    size_metric = "Redis memory" if backend == "redis" else "archive size"
+    for size in cases:
+        case = f"{label}{size:,} stored"
         p50 = median(samples[size])
-        rows.append(row(BENCH, case, "archive size", sizes[size] / 1e6, "MB", note=note))
+        rows.append(row(BENCH, case, size_metric, sizes[size] / 1e6, "MB", note=note))
         rows.append(row(BENCH, case, "latency p50", p50 * 1000, "ms", note=note))
         rows.append(row(BENCH, case, "latency p90", percentile(samples[size], 90) * 1000, "ms"))
-        if size != SIZES[0]:
+        if size != cases[0]:
             ratio = p50 / base
             rows.append(
                 row(
                     BENCH,
-                    f"{size:,} vs {SIZES[0]}",
+                    f"{label}{size:,} vs {cases[0]}",
                     "p50 ratio",
                     ratio,
                     "x",

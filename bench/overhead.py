@@ -17,10 +17,17 @@ each figure is the median over the rounds, and the ratio is of those medians.
 
 The fakes share the bots' CPU (one event loop): their cost is in both bots' figures, which
 makes the ratio somewhat kinder to the slower bot than a separate-process setup would be.
+
+"membot (redis)" is a third bot, membot with the same defaults on STORAGE=redis (the local
+Redis, under a prefix of this run's own, deleted afterwards), in the zero-latency cases only:
+its throughput beside the file backend's, as "throughput redis/files". The three bots take
+turns in every round (the order rotating), as the two do. Its CPU per message leaves out the
+Redis server's own (another process). Skipped when Redis is unreachable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,13 +44,16 @@ from bench.core import (
     make_floor,
     make_membot,
     median,
+    redis_scratch,
+    redis_settings,
     row,
     running,
 )
 
 BENCH = "overhead"
 TARGET_RATIO = 0.8
-BOTS = ("floor", "membot")
+REDIS = "membot (redis)"
+BOTS = ("floor", "membot", REDIS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,25 +108,38 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
         name: {case.name: [] for case in CASES} for name in BOTS
     }
     with tempfile.TemporaryDirectory(prefix="membot-bench-") as tmp:
-        async with fakes() as (tg_membot, llm), TimedTelegram() as tg_floor:
+        async with (
+            redis_scratch() as prefix,
+            fakes() as (tg_membot, llm),
+            TimedTelegram() as tg_floor,
+            TimedTelegram() as tg_redis,
+        ):
             bots: dict[str, tuple[BotApp, TimedTelegram]] = {
                 "membot": (make_membot(tg_membot, llm, Path(tmp) / "data"), tg_membot),
                 "floor": (make_floor(tg_floor, llm), tg_floor),
             }
-            async with (
-                running(bots["membot"][0], tg_membot),
-                running(bots["floor"][0], tg_floor),
-            ):
+            if prefix is not None:
+                redis_bot = make_membot(
+                    tg_redis, llm, Path(tmp) / "redis-data", **redis_settings(prefix)
+                )
+                bots[REDIS] = (redis_bot, tg_redis)
+            async with contextlib.AsyncExitStack() as stack:
+                for app, tg in bots.values():
+                    await stack.enter_async_context(running(app, tg))
                 # Warm-up: connections, lazily built models, every chat's directory.
-                for _, tg in bots.values():
+                for name, (_, tg) in bots.items():
                     for case in CASES:
-                        llm.latency = case.latency
-                        await drive(tg, case.chats, plan.warmup_per_chat, "warmup")
+                        if _runs(name, case):
+                            llm.latency = case.latency
+                            await drive(tg, case.chats, plan.warmup_per_chat, "warmup")
                 for round_no in range(plan.rounds):
-                    order = BOTS if round_no % 2 == 0 else BOTS[::-1]
+                    shift = round_no % len(BOTS)
+                    order = [n for n in BOTS[shift:] + BOTS[:shift] if n in bots]
                     for case in CASES:
                         llm.latency = case.latency
                         for name in order:
+                            if not _runs(name, case):
+                                continue
                             cpu = time.process_time()
                             stats = await drive(
                                 bots[name][1],
@@ -130,10 +153,16 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
         name: {
             case: [{**m.stats.to_dict(), "cpu_ms_per_msg": round(m.cpu_ms, 3)} for m in runs]
             for case, runs in per_case.items()
+            if runs
         }
         for name, per_case in results.items()
     }
     return _rows(results, plan), raw
+
+
+def _runs(name: str, case: Case) -> bool:
+    """The Redis bot runs the judged (zero-latency) cases only."""
+    return name != REDIS or not case.latency
 
 
 def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row]:
@@ -149,6 +178,8 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
         cpu: dict[str, float] = {}
         for name in BOTS:
             runs = results[name][case.name]
+            if not runs:
+                continue
             throughput[name] = median([m.stats.throughput for m in runs])
             cpu[name] = median([m.cpu_ms for m in runs])
             figures = [
@@ -177,4 +208,15 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
                 note=note,
             )
         )
+        if REDIS in throughput:
+            rows.append(
+                row(
+                    BENCH,
+                    case.name,
+                    "throughput redis/files",
+                    throughput[REDIS] / throughput["membot"],
+                    "x",
+                    note="membot on STORAGE=redis over membot on files, same rounds",
+                )
+            )
     return rows

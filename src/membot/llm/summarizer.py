@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from membot.core.language import language_name
+from membot.core.lease import SummaryLease
 from membot.ids import ConversationId
 from membot.llm.client import ChatModel
 from membot.llm.errors import LLMError
@@ -51,10 +52,13 @@ class Summarizer:
         *,
         every: int,
         language: str = "",
+        lease: SummaryLease | None = None,
     ) -> None:
         self.model = model
         self.repository = repository
         self.every = every
+        # With several processes on one Redis: one summary per conversation across them all.
+        self.lease = lease
         # SUMMARY_LANGUAGE, verbatim ("German", "Deutsch"): it wins over the conversation's.
         self.language = language.strip()
 
@@ -62,7 +66,18 @@ class Summarizer:
         return messages_total - summarized_upto >= self.every
 
     async def maybe_summarize(self, cid: ConversationId) -> bool:
-        """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did."""
+        """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did.
+        With a lease, only while holding it; False at once if another process holds it."""
+        if self.lease is None:
+            return await self._summarize(cid)
+        async with self.lease.hold(cid) as held:
+            if not held:
+                log.debug("%s: a summary is being made elsewhere; skipping", cid)
+                return False
+            # Read inside the lease: a summary another process just saved is seen here.
+            return await self._summarize(cid)
+
+    async def _summarize(self, cid: ConversationId) -> bool:
         meta = await self.repository.get_meta(cid)
         if not self.due(meta.messages_total, meta.summarized_upto):
             return False

@@ -1,0 +1,118 @@
+"""Background work done once per conversation across processes: a lease (STORAGE=redis).
+
+Inside one process `TaskSupervisor` runs at most one summary per conversation. With several
+processes on one Redis, each would make its own: the same messages sent to the model twice,
+and two summaries merged over each other. So the summarizer first takes a lease,
+`{REDIS_PREFIX}lease:summary:<conversation>`: redis-py's `Lock` (SET NX PX with a random
+token, released only by its owner through a Lua script), taken without waiting. A process
+that finds it held skips the summary: the holder is making it, and whatever it leaves due
+is picked up at a later turn. The lease expires on its own (a process killed mid-summary
+blocks nobody for longer than `timeout`), so it is set well above a model call with its
+retries; it is not extended, since a summary is one model call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol
+
+from membot.ids import ConversationId
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from membot.config import Settings
+
+log = logging.getLogger(__name__)
+
+# How many model calls the lease outlasts (a call and the client's retries), plus a margin.
+LEASE_CALLS = 3
+LEASE_MARGIN = 30.0
+
+
+class SummaryLease(Protocol):
+    def hold(self, cid: ConversationId) -> contextlib.AbstractAsyncContextManager[bool]:
+        """Hold the conversation's summary lease for the block: True if this process holds
+        it, False if another one does (or it cannot be taken now). Never waits."""
+        ...
+
+
+class RedisSummaryLease:
+    """The lease as a Redis key with an owner token: SET NX PX, owner-checked release."""
+
+    def __init__(self, client: Redis, prefix: str, *, timeout: float) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.timeout = timeout
+
+    def key(self, cid: ConversationId) -> str:
+        return f"{self.prefix}lease:summary:{cid}"
+
+    @contextlib.asynccontextmanager
+    async def hold(self, cid: ConversationId) -> AsyncIterator[bool]:
+        from redis.asyncio.lock import Lock
+        from redis.exceptions import LockError, RedisError
+
+        # thread_local=False: every coroutine of this process runs in one thread, and each
+        # must keep its own token.
+        lock = Lock(
+            self.client,
+            self.key(cid),
+            timeout=self.timeout,
+            thread_local=False,
+            raise_on_release_error=False,
+        )
+        try:
+            acquired = await lock.acquire(blocking=False)
+        except RedisError as exc:
+            # Redis is failing: the summary waits for a later turn, as after a model error.
+            log.debug("%s: summary lease not taken (%s)", cid, type(exc).__name__)
+            acquired = False
+        if not acquired:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            try:
+                await lock.release()
+            except LockError:
+                # Expired first: someone else may hold it now, and theirs is not ours to free.
+                log.warning("%s: the summary lease had expired before the summary ended", cid)
+            except RedisError as exc:
+                log.debug("%s: summary lease not released (%s)", cid, type(exc).__name__)
+
+
+def lease_timeout(settings: Settings) -> float:
+    return settings.llm_timeout * LEASE_CALLS + LEASE_MARGIN
+
+
+def summary_lease(settings: Settings, repository: object) -> SummaryLease | None:
+    """The summary lease for these settings: with STORAGE=redis, a Redis lease on the
+    repository's own client (found through a wrapper's `inner`/`repository`/`wrapped`); None
+    otherwise (the files backend has one process per DATA_DIR, and a test's own repository
+    needs none)."""
+    if settings.storage != "redis":
+        return None
+    client = _redis_client(repository)
+    if client is None:
+        return None
+    return RedisSummaryLease(client, settings.redis_prefix, timeout=lease_timeout(settings))
+
+
+def _redis_client(repository: object, depth: int = 3) -> Redis | None:
+    from redis.asyncio import Redis
+
+    client = getattr(repository, "client", None)
+    if isinstance(client, Redis):
+        return client
+    if depth > 0:
+        for name in ("inner", "repository", "wrapped", "backend"):
+            inner = getattr(repository, name, None)
+            if inner is not None and inner is not repository:
+                found = _redis_client(inner, depth - 1)
+                if found is not None:
+                    return found
+    return None
