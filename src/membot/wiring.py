@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from membot.agent import Agent
 from membot.config import Settings
+from membot.core.lease import summary_lease
 from membot.core.service import ConversationService
 from membot.core.turnlock import RedisTurnLocks, TurnLocks
 from membot.llm.client import ChatModel, OpenAIChatModel
@@ -16,12 +17,16 @@ from membot.llm.prompt import PromptBuilder
 from membot.llm.summarizer import Summarizer
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.llm.tools.builtin import builtin
-from membot.memory.base import ChatRepository
+from membot.memory.base import ChatRepository, Degradable
 from membot.memory.files import FileRepository
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
+
+# Behind the breaker a dead Redis must cost an answer about half a second at most.
+REDIS_CONNECT_TIMEOUT = 0.25
+REDIS_SOCKET_TIMEOUT = 0.5
 
 # With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
 LLM_RETRIES = 2
@@ -61,6 +66,8 @@ def build_agent(
             repository,
             every=settings.summary_every,
             language=settings.summary_language,
+            # With Redis, one summary per conversation across all processes.
+            lease=summary_lease(settings, repository),
         ),
         window_size=settings.window_size,
         tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
@@ -82,11 +89,29 @@ class CheckedAtStart(Protocol):
 
 
 def build_repository(settings: Settings) -> ChatRepository:
-    """The backend STORAGE names. Building it connects nowhere: Redis is reached on first use."""
-    if settings.storage == "redis":
-        from membot.memory.redis import RedisRepository  # imported late: only where used
+    """The backend STORAGE names. Building it connects nowhere: Redis is reached on first use.
 
-        return RedisRepository.from_settings(settings)
+    Redis comes behind a circuit breaker and a spool under DATA_DIR (memory/resilient.py), so
+    the bot answers while it is down; its client gets short timeouts and one retry, as the
+    breaker, not a retry, is what rides out an outage."""
+    if settings.storage == "redis":
+        # imported late: only where used
+        from membot.memory.redis import RedisRepository, create_client
+        from membot.memory.resilient import ResilientRedisRepository
+
+        client = create_client(
+            settings.redis_url.get_secret_value(),
+            connect_timeout=REDIS_CONNECT_TIMEOUT,
+            socket_timeout=REDIS_SOCKET_TIMEOUT,
+            retries=1,
+        )
+        redis = RedisRepository(
+            client,
+            prefix=settings.redis_prefix,
+            max_messages=settings.redis_max_messages,
+            ttl=settings.conversation_ttl,
+        )
+        return ResilientRedisRepository(redis, settings.data_dir)
     return FileRepository(settings.data_dir)
 
 
@@ -146,6 +171,8 @@ def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | N
 
     if not isinstance(repository, RedisRepository):
         return None  # a test's own repository
+    # While Redis is down (the breaker is open) the turn is held in this process only.
+    health = repository if isinstance(repository, Degradable) else None
     # The lease outlasts a model call that is retried: a killed process blocks its
     # conversations for at most this long.
-    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=30.0)
+    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=30.0, health=health)

@@ -366,7 +366,7 @@ async def test_health_and_openapi_need_no_token(api: RunningApi) -> None:
     assert document.status == 200 and document.body["openapi"].startswith("3.1")
     chat = document.body["paths"]["/api/chat"]["post"]
     assert set(chat["responses"]) == {
-        "200", "400", "401", "404", "409", "413", "429", "500", "502", "504", "default"
+        "200", "400", "401", "404", "409", "413", "429", "500", "502", "503", "504", "default"
     }  # fmt: skip
     schemas = document.body["components"]["schemas"]
     assert set(schemas["ChatResponse"]["required"]) == {

@@ -31,6 +31,7 @@ from membot.memory import ConversationState, FileRepository, Message
 from membot.memory import redis as redis_module
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
 from membot.memory.redis import RedisRepository, create_client
+from membot.search import HistorySearch
 from membot.wiring import build_core
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -172,6 +173,27 @@ async def test_an_expired_conversation_leaves_the_index(make_repo: MakeRepo) -> 
 
 
 # -- atomicity -------------------------------------------------------------------------------
+
+
+async def test_the_archive_search_works_over_redis_as_a_local_cache(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    # Redis keeps the archive; the search index is a SQLite cache under DATA_DIR, fed by
+    # iter_messages. After a reset (a new generation) the old index is not used.
+    repo = make_repo()
+    for i in range(30):
+        await repo.append(CID, turn(f"small talk {i}"))
+    await repo.append(CID, turn("my sister lives in Kazan"))
+    search = HistorySearch(repo, tmp_path)
+    [hit, *_] = await search.search(CID, "where does the sister live", limit=3)
+    assert hit.content == "my sister lives in Kazan"
+    await repo.append(CID, turn("the cat is called Barsik"))
+    assert (await search.search(CID, "cat name", limit=1))[0].content == (
+        "the cat is called Barsik"
+    )
+    await repo.reset(CID)
+    await repo.append(CID, turn("a fresh start"))
+    assert await search.search(CID, "sister Kazan", limit=3) == []
 
 
 async def test_ten_writers_in_two_processes_lose_nothing(make_repo: MakeRepo) -> None:

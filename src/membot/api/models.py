@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
     LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     INVALID_OUTPUT = "INVALID_OUTPUT"
     LLM_TIMEOUT = "LLM_TIMEOUT"
 
@@ -58,6 +59,10 @@ _ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
     ErrorCode.INVALID_OUTPUT: (
         502,
         "The answer did not match the requested output format, even after a repair request.",
+    ),
+    ErrorCode.SERVICE_UNAVAILABLE: (
+        503,
+        "The session's memory is unavailable right now; try again soon or start a new session.",
     ),
     ErrorCode.LLM_TIMEOUT: (504, "The model did not answer in time."),
 }

@@ -44,6 +44,7 @@ from membot.core.sessions import (
     SessionNotFound,
     Sessions,
     SessionSweeper,
+    SessionUnavailable,
     sweep_interval,
 )
 from membot.llm.errors import (
@@ -275,6 +276,7 @@ _SESSION_CODES: dict[type[SessionError], ErrorCode] = {
     InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
     MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
     SessionBusy: ErrorCode.SESSION_BUSY,
+    SessionUnavailable: ErrorCode.SERVICE_UNAVAILABLE,
 }
 _ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
 _LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (

@@ -16,7 +16,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from membot.agent import Incoming, TurnOptions, TurnResult
@@ -24,6 +24,7 @@ from membot.core.service import ConversationBusy, ConversationService
 from membot.ids import API, ConversationId
 from membot.llm.client import CallOptions
 from membot.llm.structured import OutputSpec
+from membot.memory.base import Degradable, StorageUnavailable
 from membot.memory.models import ChatMeta, ConversationState, SessionConfig, utcnow
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,11 @@ class MaxRoundsExceeded(SessionError):
 
 class SessionBusy(SessionError):
     """Another request of the session is being answered; this one is refused, not queued."""
+
+
+class SessionUnavailable(SessionError):
+    """The storage is down and the request names a session: answering it without the
+    session would be a wrong answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +119,13 @@ class Sessions:
         self._check_rounds(request.max_rounds)
         if request.session_id is None:
             return await self._open(request)
-        return await self._continue(request.session_id, request.message)
+        try:
+            return await self._continue(request.session_id, request.message)
+        except StorageUnavailable:
+            raise SessionUnavailable("the storage is unavailable") from None
+
+    def _storage_up(self) -> bool:
+        return not isinstance(self.repository, Degradable) or self.repository.available
 
     def _check_rounds(self, rounds: int | None) -> None:
         if rounds is None:
@@ -127,6 +139,10 @@ class Sessions:
         sid = uuid.uuid4()
         cid = ConversationId.api(sid)
         config = request.config
+        if request.max_rounds is not None and not self._storage_up():
+            # While the storage is down no later round could find this one: one round it is.
+            log.info("%s: storage unavailable, answered as a single round", cid)
+            request = replace(request, max_rounds=None)
         if request.max_rounds is None:
             # One plain round (no round text in the prompt), and the dialog is over.
             initial = ConversationState(
@@ -217,9 +233,9 @@ class Sessions:
         """Reset every expired session; how many were. A session in use is not idle."""
         removed = 0
         for cid in await self.repository.conversations(API):
-            if not self._stale(await self.repository.get_meta(cid)):
-                continue
             try:
+                if not self._stale(await self.repository.get_meta(cid)):
+                    continue
                 async with self.service.exclusive(cid):
                     # Looked at again under its turn: a request may have just renewed it.
                     if self._stale(await self.repository.get_meta(cid)):
@@ -227,6 +243,8 @@ class Sessions:
                         removed += 1
             except ConversationBusy:
                 continue
+            except StorageUnavailable:
+                break  # the storage went down (already reported): the next sweep goes on
         if removed:
             log.info("sessions: %d expired session(s) removed", removed)
         return removed

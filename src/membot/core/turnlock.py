@@ -18,13 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from membot.ids import ConversationId
+from membot.memory.base import Degradable
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+    from redis.asyncio.lock import Lock
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +45,29 @@ class TurnLocks(Protocol):
 
 
 class RedisTurnLocks:
+    """`health`, when given (the resilient repository, memory/resilient.py), makes the lock
+    degrade with the storage: while Redis is known to be down only the local lock is held,
+    and a Redis failure while taking or releasing it reports the outage and lets the turn go
+    on (each Redis call then gets `budget` seconds). Without it a Redis error propagates."""
+
     def __init__(
-        self, client: Redis, prefix: str, *, timeout: float = 30.0, poll: float = 0.05
+        self,
+        client: Redis,
+        prefix: str,
+        *,
+        timeout: float = 30.0,
+        poll: float = 0.05,
+        health: Degradable | None = None,
+        budget: float = 0.5,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self.timeout = timeout
         self.poll = poll
+        self.health = health
+        self.budget = budget
+        # Locks whose release Redis did not take (it was down): name -> (lock, token).
+        self._orphans: dict[str, tuple[Lock, str]] = {}
 
     def key(self, cid: ConversationId) -> str:
         return f"{self.prefix}lock:{cid}"
@@ -56,8 +75,10 @@ class RedisTurnLocks:
     @contextlib.asynccontextmanager
     async def hold(self, cid: ConversationId, *, wait: bool = True) -> AsyncIterator[None]:
         from redis.asyncio.lock import Lock
-        from redis.exceptions import LockError
 
+        if self.health is not None and not self.health.available:
+            yield  # Redis is down: this process's own lock is all there is
+            return
         # thread_local=False: every coroutine of this process runs in one thread, and each
         # must keep its own token.
         lock = Lock(
@@ -68,20 +89,72 @@ class RedisTurnLocks:
             thread_local=False,
             raise_on_release_error=False,
         )
-        if not await lock.acquire(blocking=wait):
-            raise TurnBusy(str(cid))
+        token = uuid.uuid4().hex
+        if not await self._acquire(lock, cid, token, wait=wait):
+            if self.health is None or self.health.available:
+                raise TurnBusy(str(cid))
+            yield  # Redis failed while taking it: go on with the local lock only
+            return
         keeper = asyncio.create_task(self._keep(lock, cid), name=f"membot:turnlock:{cid}")
         try:
             yield
         finally:
             keeper.cancel()
             await asyncio.gather(keeper, return_exceptions=True)
-            try:
+            await self._release(lock, token, cid)
+
+    async def _acquire(self, lock: Lock, cid: ConversationId, token: str, *, wait: bool) -> bool:
+        if self.health is None:
+            return bool(await lock.acquire(blocking=wait, token=token))
+        from redis.exceptions import RedisError
+
+        # Polled here rather than by redis-py, so that each call has the budget.
+        try:
+            await self._release_orphan(self.key(cid))
+            while True:
+                async with asyncio.timeout(self.budget):
+                    if await lock.acquire(blocking=False, token=token):
+                        return True
+                if not wait:
+                    return False
+                await asyncio.sleep(self.poll)  # the lock's poll period, not synchronisation
+        except (RedisError, TimeoutError, OSError) as exc:
+            self._orphans[self.key(cid)] = (lock, token)  # the SET may have reached Redis
+            self.health.failed(exc)
+            return False
+
+    async def _release(self, lock: Lock, token: str, cid: ConversationId) -> None:
+        from redis.exceptions import LockError, RedisError
+
+        try:
+            async with asyncio.timeout(self.budget if self.health is not None else None):
                 await lock.release()
-            except LockError:
-                # It expired (the turn outlived extensions that failed): someone else may
-                # hold it now, and theirs is not ours to release.
-                log.warning("%s: the turn lock had expired before the turn ended", cid)
+        except LockError:
+            # It expired (the turn outlived extensions that failed): someone else may
+            # hold it now, and theirs is not ours to release.
+            log.warning("%s: the turn lock had expired before the turn ended", cid)
+        except (RedisError, TimeoutError, OSError) as exc:
+            if self.health is None:
+                raise
+            # Released when the conversation's next turn comes, not left to block it until
+            # it expires.
+            self._orphans[self.key(cid)] = (lock, token)
+            self.health.failed(exc)
+
+    async def _release_orphan(self, name: str) -> None:
+        """Release a lock of this process that Redis went down with (it may hold it still)."""
+        from redis.exceptions import LockError
+
+        orphan = self._orphans.get(name)
+        if orphan is None:
+            return
+        lock, token = orphan
+        try:
+            async with asyncio.timeout(self.budget):
+                await lock.do_release(token.encode())
+        except LockError:
+            pass  # expired, or never reached Redis
+        del self._orphans[name]
 
     async def _keep(self, lock: object, cid: ConversationId) -> None:
         """Re-arm the lock's timeout while the turn runs."""
@@ -91,6 +164,8 @@ class RedisTurnLocks:
         assert isinstance(lock, Lock)
         while True:
             await asyncio.sleep(self.timeout / 3)  # the lease's period, not synchronisation
+            if self.health is not None and not self.health.available:
+                continue  # the outage is already reported
             try:
                 await lock.reacquire()
             except (LockError, RedisError) as exc:

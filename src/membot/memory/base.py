@@ -9,6 +9,25 @@ from membot.ids import ConversationId
 from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message
 
 
+class StorageUnavailable(Exception):
+    """The storage cannot be reached and the caller needs what it holds (an API session's
+    next round): refuse the request rather than answer it without its memory."""
+
+
+@runtime_checkable
+class Degradable(Protocol):
+    """A backend that keeps answering while its server is down (memory/resilient.py)."""
+
+    @property
+    def available(self) -> bool:
+        """False while the server is known to be unreachable (the breaker is not closed)."""
+        ...
+
+    def failed(self, exc: BaseException) -> None:
+        """Report a failure of the server seen outside the repository (the turn lock)."""
+        ...
+
+
 @runtime_checkable
 class ChatRepository(Protocol):
     """A conversation's memory: an append-only message archive, a rolling summary, facts,

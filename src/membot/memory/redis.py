@@ -77,17 +77,24 @@ MAX_CONNECTIONS = 64
 PAGE = 500  # messages per read of iter_messages, conversations per prune batch
 
 
-def create_client(url: str) -> Redis:
-    """One pool, explicit timeouts and bounded retries; connects on first use, not here."""
+def create_client(
+    url: str,
+    *,
+    connect_timeout: float = CONNECT_TIMEOUT,
+    socket_timeout: float = SOCKET_TIMEOUT,
+    retries: int = RETRIES,
+) -> Redis:
+    """One pool, explicit timeouts and bounded retries; connects on first use, not here.
+    (memory/resilient.py asks for shorter ones: its breaker, not a retry, rides out failures.)"""
     pool = BlockingConnectionPool.from_url(
         url,
         max_connections=MAX_CONNECTIONS,
-        timeout=CONNECT_TIMEOUT + SOCKET_TIMEOUT,  # waiting for a free connection
+        timeout=connect_timeout + socket_timeout,  # waiting for a free connection
         decode_responses=True,
-        socket_connect_timeout=CONNECT_TIMEOUT,
-        socket_timeout=SOCKET_TIMEOUT,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=socket_timeout,
         health_check_interval=HEALTH_CHECK_INTERVAL,
-        retry=Retry(ExponentialBackoff(cap=0.25, base=0.05), RETRIES),
+        retry=Retry(ExponentialBackoff(cap=0.25, base=0.05), retries),
     )
     return Redis.from_pool(pool)
 
@@ -229,6 +236,17 @@ class RedisRepository:
         messages: Sequence[Message],
         state: ConversationState | None = None,
     ) -> list[Message]:
+        return await self.append_turn(cid, messages, state, new_turn_token())
+
+    async def append_turn(
+        self,
+        cid: ConversationId,
+        messages: Sequence[Message],
+        state: ConversationState | None,
+        token: str,
+    ) -> list[Message]:
+        """`append` with the turn's token given: sending the same turn again (a spooled turn
+        replayed, memory/resilient.py) returns the stored one if it was the last append."""
         if not messages:
             return []
         if state is not None:
@@ -240,7 +258,7 @@ class RedisRepository:
         first = await self._run(
             self._append,
             cid,
-            new_turn_token(),
+            token,
             self.max_messages,
             state_json,
             *(line[len(SEQ_HEAD) :] for line in heads),

@@ -1,0 +1,260 @@
+"""End to end: Redis goes down (killed, stopped, hung, never there) under the real bot and the
+real API; every message is still answered, one WARNING tells the outage, the turns answered
+meanwhile are spooled under DATA_DIR and written back in order once Redis is back, and
+memory is used again within 5 seconds, with no restart.
+
+Each test runs its own `redis-server` on a free port (AOF with fsync always in the test's
+directory, so a restart keeps what was written) and its own REDIS_PREFIX.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import api_support
+from tests.api_support import RunningApi, StartApi, free_port
+from tests.conftest import StartBot
+from tests.e2e.helpers import prompt_texts
+from tests.fakes import FakeLLM, FakeTelegram
+
+start_api = api_support.start_api
+
+CHAT = 3003
+OUTAGE = "Redis is unavailable"
+BACK = "Redis is back"
+
+
+class PrivateRedis:
+    """A redis-server of the test's own, started, stopped, killed, hung and restarted."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.directory = directory
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.proc = self._spawn()
+        await until(self._answers_ping, what="redis-server to answer PING")
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
+        args += ["yes", "--appendfsync", "always", "--dir", str(self.directory)]
+        return subprocess.Popen(
+            ["redis-server", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
+    def _answers_ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
+                conn.sendall(b"PING\r\n")
+                return conn.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    async def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        await asyncio.to_thread(self.proc.wait, 10)
+        self.proc = None
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+
+async def until(predicate: Callable[[], bool], *, what: str, timeout: float = 10.0) -> float:
+    """Wait for an observable condition (polled); how long it took."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"gave up waiting for {what}")
+        await asyncio.sleep(0.02)
+    return time.monotonic() - started
+
+
+@pytest.fixture
+async def redis_server(tmp_path: Path) -> AsyncIterator[PrivateRedis]:
+    server = PrivateRedis(tmp_path / "redis")
+    yield server
+    if server.proc is not None:
+        server.proc.kill()
+        server.proc.wait(10)
+
+
+@pytest.fixture
+def caplog_info(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    caplog.set_level(logging.INFO)
+    return caplog
+
+
+def redis_settings(server: PrivateRedis) -> dict[str, Any]:
+    return {
+        "storage": "redis",
+        "redis_url": server.url,
+        "redis_prefix": f"membot-outage:{uuid.uuid4().hex}:",
+    }
+
+
+def logged(caplog: pytest.LogCaptureFixture, text: str) -> int:
+    return sum(text in r.getMessage() for r in caplog.records)
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING and r.name.startswith("membot")
+    ]
+
+
+async def say(tg: FakeTelegram, text: str) -> tuple[str, float]:
+    """Send one message; the bot's answer and how long it took."""
+    before = len(tg.messages_to(CHAT))
+    started = time.monotonic()
+    tg.push_text(CHAT, text)
+    sent = await tg.wait_for_messages(CHAT, before + 1)
+    return sent[before].text, time.monotonic() - started
+
+
+def last_prompt(llm: FakeLLM) -> list[tuple[str, str]]:
+    return prompt_texts(llm.chat_requests[-1])
+
+
+def turns(*texts: str) -> list[tuple[str, str]]:
+    return [pair for t in texts for pair in (("user", t), ("assistant", f"ANSWER: {t}"))]
+
+
+async def back(caplog: pytest.LogCaptureFixture, outages: int = 1) -> float:
+    """Wait for the bot to see Redis again (its INFO); how long that took."""
+    return await until(lambda: logged(caplog, BACK) >= outages, what="Redis back", timeout=5.0)
+
+
+async def test_killed_redis_answers_go_on_and_the_spool_is_written_back_in_order(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+    data_dir: Path,
+) -> None:
+    await redis_server.start()
+    await start_bot(**redis_settings(redis_server))
+    up = [(await say(tg, text))[1] for text in ("one", "two")]
+    assert last_prompt(llm) == [*turns("one"), ("user", "two")]
+
+    caplog_info.clear()
+    await redis_server.stop(signal.SIGKILL)
+    answers = [await say(tg, text) for text in ("three", "four", "five")]
+    assert [a for a, _ in answers] == ["ANSWER: three", "ANSWER: four", "ANSWER: five"]
+    assert last_prompt(llm) == [("user", "five")]  # without memory
+    [warning] = warnings(caplog_info)  # one per outage, not one per message
+    assert OUTAGE in warning
+    assert max(t for _, t in answers) < max(up) + 0.5
+    spool = data_dir / "redis-spool.jsonl"
+    assert len(spool.read_text().splitlines()) == 3
+
+    await redis_server.start()
+    assert await back(caplog_info) < 5.0
+    answer, _ = await say(tg, "six")
+    assert answer == "ANSWER: six"
+    assert last_prompt(llm) == [*turns("one", "two", "three", "four", "five"), ("user", "six")]
+    assert spool.read_text() == ""
+    assert warnings(caplog_info) == [warning]
+
+
+async def test_a_hung_redis_adds_at_most_half_a_second_to_an_answer(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+) -> None:
+    await redis_server.start()
+    await start_bot(**redis_settings(redis_server))
+    _, baseline = await say(tg, "one")
+    redis_server.signal(signal.SIGSTOP)  # accepts connections, answers nothing
+    timings = [(await say(tg, text))[1] for text in ("two", "three", "four")]
+    assert timings[0] < baseline + 0.6  # the call that finds it hung: one budget
+    assert max(timings[1:]) < baseline + 0.1  # then the breaker answers at once
+    assert logged(caplog_info, OUTAGE) == 1
+
+    redis_server.signal(signal.SIGCONT)
+    assert await back(caplog_info) < 5.0
+    await say(tg, "five")
+    assert last_prompt(llm) == [*turns("one", "two", "three", "four"), ("user", "five")]
+
+
+async def test_a_bot_started_while_redis_is_down_answers_and_uses_it_once_up(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+    data_dir: Path,
+) -> None:
+    settings = redis_settings(redis_server)
+    bot = await start_bot(**settings)  # nothing listens on the port yet
+    assert logged(caplog_info, "Redis is unreachable at start-up") == 1
+    assert (await say(tg, "one"))[0] == "ANSWER: one"
+    await bot.stop()  # the spool outlives the bot
+
+    await start_bot(**settings)
+    assert (await say(tg, "two"))[0] == "ANSWER: two"
+    assert last_prompt(llm) == [("user", "two")]
+    assert len((data_dir / "redis-spool.jsonl").read_text().splitlines()) == 2
+    # One warning per start while it is down; answering adds none.
+    assert [w for w in warnings(caplog_info) if "Redis" in w] == [
+        w for w in warnings(caplog_info) if w.startswith("Redis is unreachable at start-up")
+    ]
+    assert logged(caplog_info, "Redis is unreachable at start-up") == 2
+
+    await redis_server.start()
+    await back(caplog_info)
+    await say(tg, "three")
+    assert last_prompt(llm) == [*turns("one", "two"), ("user", "three")]
+
+
+async def test_the_api_answers_new_requests_as_one_round_and_refuses_sessions(
+    start_api: StartApi,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+) -> None:
+    await redis_server.start()
+    api: RunningApi = await start_api(**redis_settings(redis_server))
+    first = await api.client.chat({"message": "plan a trip", "maxRounds": 3})
+    assert (first.status, first.body["round"], first.body["maxRounds"]) == (200, 1, 3)
+    sid = first.body["sessionId"]
+
+    await redis_server.stop(signal.SIGKILL)
+    refused = await api.client.chat({"message": "next", "sessionId": sid})
+    assert (refused.status, refused.code) == (503, "SERVICE_UNAVAILABLE")
+    new = await api.client.chat({"message": "plan a dinner", "maxRounds": 3})
+    assert new.status == 200
+    assert (new.body["round"], new.body["maxRounds"], new.body["isComplete"]) == (1, 1, True)
+    plain = await api.client.chat({"message": "hello"})
+    assert (plain.status, plain.body["content"]) == (200, "ANSWER: hello")
+    assert logged(caplog_info, OUTAGE) == 1
+
+    await redis_server.start()
+    await back(caplog_info)
+    again = await api.client.chat({"message": "next", "sessionId": sid})
+    assert (again.status, again.body["round"]) == (200, 2)
+    # The session answered during the outage was written back: one round, complete.
+    done = await api.client.chat({"message": "more", "sessionId": new.body["sessionId"]})
+    assert (done.status, done.code) == (400, "DIALOG_COMPLETED")
