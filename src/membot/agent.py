@@ -92,11 +92,17 @@ class Agent:
         ctx = await self.repository.context(cid, self.window_size)
         fresh = ctx.meta.messages_total == 0
         before = opts.state if fresh and opts.state is not None else ctx.meta.state
+        # Read while the storage is down (memory/resilient.py): ctx.meta.state is a stand-in,
+        # not the conversation's. The turn is answered, but it writes no state built on it;
+        # only a state the front door gave (a new API session's, an explicit /consult) is the
+        # conversation's own and kept.
+        degraded = ctx.meta.degraded
+        explicit = opts.start is not None or (fresh and opts.state is not None)
         # The state with the conversation's language, once per conversation: detected from the
         # first user message long enough to tell, then kept with the turn and never detected
         # again. /finish's text is the bot's own words, not the user's: it tells nothing.
         known = before
-        if before.language is None and not opts.finish:
+        if before.language is None and not opts.finish and not degraded:
             language = await detect_in_thread(self.detect, cid, incoming.text)
             if language is not None:
                 known = replace(before, language=language)
@@ -148,6 +154,8 @@ class Agent:
         if after is None and (known is not before or (fresh and opts.state is not None)):
             # A language just detected, or a new API session's settings: kept with the turn.
             after = known
+        if degraded and not explicit:
+            after = None  # see `degraded` above: the stored state stays as it is
         stored = await self.repository.append(cid, [user, *produced], state=after)
         await facts.commit()  # what the tools changed, now that the turn is kept
         result = TurnResult(

@@ -22,6 +22,10 @@ from typing import Any
 
 import pytest
 
+from membot.bot.texts import EN
+from membot.ids import ConversationId
+from membot.memory.redis import RedisRepository, create_client
+from membot.memory.resilient import CALL_BUDGET, ResilientRepository
 from tests import api_support
 from tests.api_support import RunningApi, StartApi, free_port
 from tests.conftest import StartBot
@@ -162,7 +166,8 @@ async def test_killed_redis_answers_go_on_and_the_spool_is_written_back_in_order
     await redis_server.stop(signal.SIGKILL)
     answers = [await say(tg, text) for text in ("three", "four", "five")]
     assert [a for a, _ in answers] == ["ANSWER: three", "ANSWER: four", "ANSWER: five"]
-    assert last_prompt(llm) == [("user", "five")]  # without memory
+    # Without Redis's memory; the turns answered since are read back from the spool.
+    assert last_prompt(llm) == [*turns("three", "four"), ("user", "five")]
     [warning] = warnings(caplog_info)  # one per outage, not one per message
     assert OUTAGE in warning
     assert max(t for _, t in answers) < max(up) + 0.5
@@ -178,21 +183,29 @@ async def test_killed_redis_answers_go_on_and_the_spool_is_written_back_in_order
     assert warnings(caplog_info) == [warning]
 
 
-async def test_a_hung_redis_adds_at_most_half_a_second_to_an_answer(
+async def test_a_hung_redis_costs_one_call_budget_then_nothing(
     tg: FakeTelegram,
     llm: FakeLLM,
     start_bot: StartBot,
     redis_server: PrivateRedis,
     caplog_info: pytest.LogCaptureFixture,
 ) -> None:
+    # What bounds the delay a hung Redis adds (the 0.5 s budget of the one call that finds
+    # it hung, then nothing) is observed through the wrapper's own counters, not timed:
+    # the machines are too noisy for wall-clock limits.
     await redis_server.start()
-    await start_bot(**redis_settings(redis_server))
-    _, baseline = await say(tg, "one")
+    bot = await start_bot(**redis_settings(redis_server))
+    repository = bot.app.core.repository
+    assert isinstance(repository, ResilientRepository)
+    await say(tg, "one")
     redis_server.signal(signal.SIGSTOP)  # accepts connections, answers nothing
-    timings = [(await say(tg, text))[1] for text in ("two", "three", "four")]
-    assert timings[0] < baseline + 0.6  # the call that finds it hung: one budget
-    assert max(timings[1:]) < baseline + 0.1  # then the breaker answers at once
+    for text in ("two", "three", "four"):
+        assert (await say(tg, text))[0] == f"ANSWER: {text}"
     assert logged(caplog_info, OUTAGE) == 1
+    # Once open, no answer probed or called the server: only the background reviver did.
+    assert repository.inline_probes == 0
+    assert repository.calls_while_open == 0
+    assert CALL_BUDGET == 0.5
 
     redis_server.signal(signal.SIGCONT)
     assert await back(caplog_info) < 5.0
@@ -216,7 +229,7 @@ async def test_a_bot_started_while_redis_is_down_answers_and_uses_it_once_up(
 
     await start_bot(**settings)
     assert (await say(tg, "two"))[0] == "ANSWER: two"
-    assert last_prompt(llm) == [("user", "two")]
+    assert last_prompt(llm) == [*turns("one"), ("user", "two")]  # from the spool
     assert len((data_dir / "redis-spool.jsonl").read_text().splitlines()) == 2
     # One warning per start while it is down; answering adds none.
     assert [w for w in warnings(caplog_info) if "Redis" in w] == [
@@ -258,3 +271,35 @@ async def test_the_api_answers_new_requests_as_one_round_and_refuses_sessions(
     # The session answered during the outage was written back: one round, complete.
     done = await api.client.chat({"message": "more", "sessionId": new.body["sessionId"]})
     assert (done.status, done.code) == (400, "DIALOG_COMPLETED")
+
+
+async def test_a_turn_answered_during_the_outage_leaves_the_conversations_state_alone(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+) -> None:
+    await redis_server.start()
+    settings = redis_settings(redis_server)
+    await start_bot(**settings)
+    await say(tg, "/consult 3 plan a trip to the mountains")  # round 1 of 3
+    await say(tg, "/language en")  # by hand
+    repo = RedisRepository(create_client(redis_server.url), prefix=settings["redis_prefix"])
+    cid = ConversationId.telegram(CHAT)
+    real = (await repo.get_meta(cid)).state
+    assert (real.mode, real.round, real.max_rounds, real.language) == ("consultation", 1, 3, "en")
+
+    await redis_server.stop(signal.SIGKILL)
+    answer, _ = await say(tg, "Привет, помоги мне выбрать хороший ноутбук для работы")
+    assert answer.startswith("ANSWER: Привет")  # answered, without memory
+    refused, _ = await say(tg, "/language ru")  # the state read now is a stand-in
+    assert refused == EN.INTERNAL_ERROR
+
+    await redis_server.start()
+    await back(caplog_info)
+    await repo.client.connection_pool.disconnect()
+    state = (await repo.get_meta(cid)).state
+    assert state == real  # the consultation and the hand-set language survive the replay
+    assert (await repo.tail(cid, 1))[0].content.startswith("ANSWER: Привет")
+    await repo.close()

@@ -20,7 +20,14 @@ from tests.scripted import RecordingSink, ScriptedModel
 
 from membot.agent import Agent, Incoming, TurnOptions
 from membot.bot import texts
-from membot.core.language import detect_language, model_path, parse_code, too_short
+from membot.core.language import (
+    UNDETERMINED,
+    Detect,
+    detect_language,
+    model_path,
+    parse_code,
+    too_short,
+)
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.llm.prompt import PromptBuilder
@@ -55,7 +62,7 @@ class CountingDetector:
         return self.language
 
 
-def make_agent(model: ScriptedModel, repo: ChatRepository, detect: CountingDetector) -> Agent:
+def make_agent(model: ScriptedModel, repo: ChatRepository, detect: Detect) -> Agent:
     return Agent(
         model=model,
         repository=repo,
@@ -119,8 +126,8 @@ def test_texts_too_short_to_tell(text: str) -> None:
         ("привет", "ru"),
         ("HELLO HOW ARE YOU DOING TODAY", "en"),  # shouting is read in lower case
         ("hello\nthere my friend", "en"),  # fastText reads one line
-        ("busy days", None),  # no word the model knows: it has no opinion
-        ("Saluton, kiel vi fartas hodiaŭ?", None),  # Esperanto: not a supported language
+        ("busy days", "und"),  # no word the model knows: it has no opinion
+        ("Saluton, kiel vi fartas hodiaŭ?", "und"),  # Esperanto: not a supported language
     ],
 )
 def test_what_the_detector_says(text: str, expected: str | None) -> None:
@@ -179,7 +186,7 @@ async def test_detected_once_from_the_first_message_and_stored_with_the_turn(
     await agent.aclose()
 
 
-async def test_too_short_or_unsure_texts_leave_it_unknown_until_a_later_message(
+async def test_too_short_texts_leave_it_unknown_and_an_unsure_one_is_not_tried_again(
     model: ScriptedModel, repo: MemoryRepository
 ) -> None:
     detector = CountingDetector(None)
@@ -187,10 +194,26 @@ async def test_too_short_or_unsure_texts_leave_it_unknown_until_a_later_message(
     for text in ("ok", "да", "👍👍", "12345 678"):
         assert (await turn(agent, text)).language is None
     assert detector.calls == []  # too short: the detector is not even asked
-    assert (await turn(agent, "hmm, busy days")).language is None  # asked, not sure
+    assert (await turn(agent, "hmm, busy days")).language is None  # could not try: again
+    detector.language = UNDETERMINED  # a real attempt that told nothing
+    assert (await turn(agent, "hmm, still busy days")).language == UNDETERMINED
     detector.language = "en"
-    assert (await turn(agent, "what can you do for me?")).language == "en"
-    assert detector.calls == ["hmm, busy days", "what can you do for me?"]
+    for text in ("what can you do for me?", "and what else can you do?"):
+        assert (await turn(agent, text)).language == UNDETERMINED  # not detected again
+    assert detector.calls == ["hmm, busy days", "hmm, still busy days"]
+    # Known nowhere: the bot speaks English, the summary names no language.
+    assert texts.get(UNDETERMINED) is texts.EN
+    assert Summarizer(model, repo, every=10).language_for(UNDETERMINED) == UNKNOWN_LANGUAGE
+    await agent.aclose()
+
+
+async def test_the_real_detector_stores_undetermined_after_a_real_attempt(
+    model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    agent = make_agent(model, repo, detect_language)
+    assert (await turn(agent, "ok")).language is None  # too short: no attempt
+    assert (await turn(agent, "Saluton, kiel vi fartas hodiaŭ?")).language == UNDETERMINED
+    assert (await turn(agent, RUSSIAN)).language == UNDETERMINED  # not detected again
     await agent.aclose()
 
 

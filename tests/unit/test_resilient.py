@@ -5,17 +5,25 @@ breaker's clock in the test's hands. A real Redis killed and hung: e2e/test_redi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import os
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from tests.scripted import RecordingSink, ScriptedModel
 
+from membot.agent import Agent, Incoming
+from membot.core.service import ConversationService
 from membot.ids import ConversationId
+from membot.llm.prompt import PromptBuilder
+from membot.llm.summarizer import Summarizer
 from membot.memory import ConversationState, MemoryRepository, Message
 from membot.memory.base import StorageUnavailable
 from membot.memory.models import ChatContext, ChatMeta
@@ -42,6 +50,7 @@ class Switchable:
         self.store = MemoryRepository()
         self.down = False
         self.calls = 0
+        self.refused: set[str] = set()  # facts the server answers with an error, for good
 
     def _gate(self) -> None:
         self.calls += 1
@@ -91,6 +100,8 @@ class Switchable:
 
     async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
         self._gate()
+        if fact in self.refused:
+            raise ResponseError("WRONGTYPE Operation against a key holding the wrong kind")
         return await self.store.add_fact(cid, fact, limit)
 
     async def remove_facts(self, cid: ConversationId, facts: Sequence[str]) -> list[str]:
@@ -220,6 +231,7 @@ async def test_the_spool_survives_a_restart(inner: Switchable, spool: Path, cloc
     inner.down = True
     await first.append(CID, turn("during"))
     await first.reset(OTHER)
+    first.spool.close()  # the process ends: its spool file is free
     inner.down = False
     second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
     assert await second.check() is True
@@ -246,10 +258,209 @@ async def test_a_failed_replay_keeps_the_rest_for_later(
     inner.down = True
     await repo.append(CID, turn("a"))
     await repo.append(CID, turn("b"))
-    assert await repo.tail(CID, 5) == []
+    spooled = ["a", "re: a", "b", "re: b"]
+    assert texts(await repo.tail(CID, 5)) == spooled  # read back from the spool
     clock.now += 1.0
-    assert await repo.tail(CID, 5) == []  # the probe failed: still open, nothing written
+    assert texts(await repo.tail(CID, 5)) == spooled  # the probe failed: still open
+    assert texts(await inner.store.tail(CID, 5)) == []  # nothing written
     assert len(read_pending(spool)) == 2
     inner.down = False
     clock.now += 1.0
     assert texts(await repo.tail(CID, 5)) == ["a", "re: a", "b", "re: b"]
+
+
+async def until(predicate: Callable[[], bool], what: str) -> None:
+    """Poll an observable condition (not a sleep standing in for one)."""
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+async def test_a_turn_answered_while_down_leaves_the_real_state_alone(
+    repo: ResilientRepository, inner: Switchable, clock: Clock
+) -> None:
+    # A consultation in round 1 of 3, its language set by hand, in the server.
+    real = ConversationState(mode="consultation", round=1, max_rounds=3, language="en")
+    await inner.store.append(CID, turn("plan a trip"), state=real)
+    model = ScriptedModel()
+    agent = Agent(
+        model=model,
+        repository=repo,
+        prompts=PromptBuilder("You are the test assistant."),
+        summarizer=Summarizer(model, repo, every=1000),
+        window_size=20,
+        detect=lambda text: "ru",
+    )
+    service = ConversationService(agent, repo, consult_rounds=3, max_rounds=10)
+    inner.down = True
+    model.script("ответ")
+    result = await agent.respond(
+        Incoming(conversation=CID, text="Привет, помоги мне выбрать ноутбук"), RecordingSink()
+    )
+    assert result.reply == "ответ"
+
+    inner.down = False
+    clock.now += 1.0
+    assert (await repo.get_meta(CID)).state == real  # the spool is written first
+    assert texts(await inner.store.tail(CID, 10))[-2:] == [
+        "Привет, помоги мне выбрать ноутбук",
+        "ответ",
+    ]
+
+    inner.down = True
+    with pytest.raises(StorageUnavailable):  # /language: the state read is a stand-in
+        await service.set_language(CID, "ru")
+    assert (await repo.get_meta(CID)).degraded
+    inner.down = False
+    clock.now += 1.0
+    assert (await repo.get_meta(CID)).state == real
+    assert not (await repo.get_meta(CID)).degraded
+    await agent.aclose()
+
+
+async def test_spooled_turns_are_read_back_while_down_even_after_a_restart(
+    inner: Switchable, spool: Path, clock: Clock
+) -> None:
+    first = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    await first.append(CID, turn("kept"))
+    inner.down = True
+    asked = Message(role="user", content="during", tg_message_id=42)
+    await first.append(CID, [asked, Message(role="assistant", content="re: during")])
+    await first.append(OTHER, turn("elsewhere"))
+    first.spool.close()  # a restart, Redis still down
+    second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    assert await second.check() is False  # the spool cannot be written: still down
+    stored = await second.tail(CID, 10)
+    assert texts(stored) == ["during", "re: during"]
+    assert [m.tg_message_id for m in stored if m.role == "user"] == [42]  # inbox: answered
+    assert texts(await second.tail(CID, 1)) == ["re: during"]  # the last `limit`
+    assert texts((await second.context(CID, 10)).history) == ["during", "re: during"]
+
+
+async def test_while_open_only_the_reviver_probes_and_no_call_reaches_the_server(
+    inner: Switchable, spool: Path
+) -> None:
+    probes: list[str] = []
+    release = asyncio.Event()
+
+    async def hung_ping() -> None:
+        """A hung server: the probe answers only when the test lets it (then fails)."""
+        task = asyncio.current_task()
+        probes.append(task.get_name() if task else "")
+        await release.wait()
+        raise RedisConnectionError("still hung")
+
+    repo = ResilientRepository(
+        inner, spool, probe=hung_ping, breaker=CircuitBreaker(cooldown=0.01), budget=30.0
+    )
+    inner.down = True
+    assert await repo.tail(CID, 10) == []  # the call that finds it down
+    calls = inner.calls
+    for n in range(1, 4):
+        await until(lambda n=n: len(probes) >= n, "the reviver's probe")
+        # The breaker is due and the reviver's probe hangs: answers neither probe nor wait
+        # for it (the bound only turns a wait into a failure instead of a hang).
+        async with asyncio.timeout(5.0):
+            assert await repo.tail(OTHER, 10) == []
+            await repo.append(CID, turn(f"t{n}"))
+            assert (await repo.context(CID, 10)).meta.degraded
+        release.set()  # this probe fails; the next one hangs again
+        release.clear()
+    assert inner.calls == calls  # nothing reached the server while it was open
+    assert set(probes) == {"membot:redis-reviver"}  # no answer probed inline
+    assert repo.inline_probes == 0 and repo.calls_while_open == 0 and repo.probes >= 3
+    await repo.close()
+
+
+def test_a_spooled_change_without_its_arguments_is_skipped(
+    spool: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = Change("add_fact", CID, {"fact": "likes tea", "limit": 10})
+    bad = [
+        Change("add_fact", CID, {}),
+        Change("append", CID, {"token": "t"}),
+        Change("append", CID, {"token": "t", "messages": ["not a message"]}),
+        Change("set_state", CID, {"state": "chat"}),
+        Change("remove_facts", CID, {"facts": [1]}),
+    ]
+    spool.write_bytes(b"".join(c.to_line() for c in [*bad, good]))
+    with caplog.at_level(logging.WARNING):
+        assert [c.id for c in read_pending(spool)] == [good.id]
+    assert caplog.text.count("skipping unreadable line") == len(bad)
+
+
+async def test_a_change_redis_refuses_is_set_aside_and_the_replay_goes_on(
+    repo: ResilientRepository,
+    inner: Switchable,
+    spool: Path,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    inner.down = True
+    await repo.add_fact(CID, "refused", 10)
+    await repo.append(CID, turn("after"))
+    inner.down = False
+    inner.refused = {"refused"}
+    clock.now += 1.0
+    with caplog.at_level(logging.ERROR):
+        assert texts(await repo.tail(CID, 10)) == ["after", "re: after"]
+    assert repo.available and spool.read_text() == ""
+    [dead] = read_pending(spool.with_name("redis-spool.dead.jsonl"))
+    assert (dead.op, dead.args["fact"]) == ("add_fact", "refused")
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "refused by Redis (ResponseError" in error.getMessage()
+
+
+async def test_two_processes_on_one_data_dir_keep_their_own_spools(
+    inner: Switchable, spool: Path, clock: Clock
+) -> None:
+    # flock is per open file: two repositories of one process conflict like two processes.
+    one = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    two = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    inner.down = True
+    await one.append(CID, turn("one"))
+    await two.append(OTHER, turn("two"))
+    assert one.spool.path == spool and two.spool.path == spool.with_name(
+        f"redis-spool-{os.getpid()}.jsonl"
+    )
+    inner.down = False
+    clock.now += 1.0
+    assert texts(await one.tail(CID, 10)) == ["one", "re: one"]  # one's replay...
+    assert len(read_pending(two.spool.path)) == 1  # ...leaves two's change alone
+    assert texts(await two.tail(OTHER, 10)) == ["two", "re: two"]
+    assert read_pending(two.spool.path) == []
+    two.spool.close()
+    assert not two.spool.path.with_name(f"redis-spool-{os.getpid()}.jsonl").exists()
+
+    # A spool whose process is gone (its lock is free) is adopted at start.
+    orphan = spool.with_name("redis-spool-999999.jsonl")
+    orphan.write_bytes(
+        Change(
+            "append", CID, {"token": "o", "messages": [m.to_json() for m in turn("orphan")]}
+        ).to_line()
+    )
+    one.spool.close()
+    three = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    assert await three.check() is True
+    assert texts(await inner.store.tail(CID, 2)) == ["orphan", "re: orphan"]
+    assert not orphan.exists()
+    three.spool.close()
+
+
+async def test_a_left_spool_holds_up_only_its_own_conversations(
+    inner: Switchable, spool: Path, clock: Clock
+) -> None:
+    first = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    inner.down = True
+    await first.append(CID, turn("left"))
+    first.spool.close()  # the process ends; Redis comes back before the next one starts
+    inner.down = False
+    await inner.store.append(OTHER, turn("other"))
+    second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    # Another conversation's call does not wait for the spool; it is written meanwhile.
+    assert texts(await second.tail(OTHER, 10)) == ["other", "re: other"]
+    await until(lambda: not second.spool.pending, "the spool written in the background")
+    assert texts(await inner.store.tail(CID, 10)) == ["left", "re: left"]
+    await second.close()

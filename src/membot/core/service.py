@@ -19,7 +19,7 @@ from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import TurnBusy, TurnLocks
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
-from membot.memory.base import ChatRepository
+from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.models import ConversationState
 
 log = logging.getLogger(__name__)
@@ -151,8 +151,13 @@ class ConversationService:
         return state
 
     async def set_language(self, cid: ConversationId, language: str) -> ConversationState:
-        """Set the conversation's language by hand (/language); it is not detected again."""
-        state = replace(await self.state(cid), language=language)
+        """Set the conversation's language by hand (/language); it is not detected again.
+        Raises StorageUnavailable while the storage is unreachable: the state read then is a
+        stand-in, and writing it back would replace the conversation's real one."""
+        meta = await self.repository.get_meta(cid)
+        if meta.degraded:
+            raise StorageUnavailable(f"{cid}: the conversation's state cannot be read now")
+        state = replace(meta.state, language=language)
         await self.repository.set_state(cid, state)
         log.info("%s: language set to %s", cid, language)
         return state

@@ -215,6 +215,10 @@ class ChatMeta:
     generation: str = ""
     state: ConversationState = field(default_factory=ConversationState)
     state_seq: int = 0
+    # Not stored: True for the stand-in meta a storage answers with while it is unreachable
+    # (memory/resilient.py). Its state is not the conversation's, so nothing may be built on
+    # it and written back.
+    degraded: bool = field(default=False, compare=False)
 
     @property
     def unsummarized(self) -> int:

@@ -4,17 +4,21 @@
 Every call gets CALL_BUDGET; a call that fails or runs out of it opens the breaker, and one
 WARNING says the outage began. While it is open nothing waits on the server:
 
-- reads answer as for an unknown conversation (no history, no summary, no facts), so the
-  turn runs without memory; except `get_meta` of an API session, which raises
+- reads answer as for an unknown conversation (no summary, no facts; its meta `degraded`,
+  so nothing is built on its state), except that `tail` and `context` include the
+  conversation's turns still in the spool (read-your-writes: the inbox sees them answered);
+  except `get_meta` of an API session, which raises
   StorageUnavailable: a session's next round without its session would be a wrong answer;
 - writes (a turn with its state, a state, facts, a reset) go to the spool under DATA_DIR
   (memory/spool.py), fdatasync'd, and are reported done; `save_summary` returns False (the
   summary is made again at a later turn).
 
-Every COOLDOWN seconds a background task PINGs; once the server answers, the spool is
-written to it in the order the changes were made, then the breaker closes and one INFO says
-the outage is over. While changes are pending, any call first waits for them to be written,
-so a conversation's spooled turns always land before its newer ones. A spool left by a
+No call made while the breaker is open probes or waits: every COOLDOWN seconds a background
+task PINGs; once the server answers, the spool is written to it in the order the changes
+were made (a change the server refuses for good is set aside in the dead-letter file with an
+ERROR), then the breaker closes and one INFO says the outage is over. While a closed breaker
+still has changes pending, a conversation's calls first wait for them to be written, so its
+spooled turns always land before its newer ones. A spool left by a
 previous run is written the same way once Redis answers. A spooled turn is replayed with
 its own token, so a turn that did reach Redis before its reply was lost is not stored twice.
 """
@@ -28,7 +32,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from membot.ids import API, ConversationId
 from membot.memory.base import ChatRepository, StorageUnavailable
@@ -42,6 +48,13 @@ _T = TypeVar("_T")
 
 CALL_BUDGET = 0.5  # seconds one call may take before the server counts as failed
 FAILURES: tuple[type[BaseException], ...] = (RedisError, TimeoutError, OSError)
+# What a replay retries later: the server did not answer. Anything else refuses the change.
+TRANSIENT: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    TimeoutError,
+    OSError,
+)
 SPOOL_NAME = "redis-spool.jsonl"
 
 
@@ -76,7 +89,14 @@ class ResilientRepository:
         self._probe = probe
         self._flushing = asyncio.Lock()
         self._reviver: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None  # a pending spool, breaker closed
         self.written = 0  # spooled changes written since the outage began
+        # Observable for tests and logs: PINGs made (by the background reviver only, when
+        # there is a probe), those made inline by a caller (never, when there is a probe), and
+        # calls that reached the server while the breaker was open (none).
+        self.probes = 0
+        self.inline_probes = 0
+        self.calls_while_open = 0
 
     # -- the breaker -------------------------------------------------------------------------
 
@@ -99,14 +119,29 @@ class ResilientRepository:
             await asyncio.sleep(self.breaker.cooldown)  # the probe's period, not synchronisation
             await self._recover(force=True)
 
-    async def _ready(self) -> bool:
-        """Whether the server may be used now: closed, with nothing left in the spool."""
+    async def _ready(self, cid: ConversationId | None = None) -> bool:
+        """Whether the server may be used now for `cid`'s call (None: a call of no one
+        conversation). Open: no, at once; only the reviver probes (without a probe function,
+        a due call is the probe). Closed with changes spooled: `cid`'s wait for them to be
+        written (all of them for None), other conversations' calls go ahead."""
         await self.spool.load()
-        if self.breaker.closed and not self.spool.pending:
-            return True
-        if not self.breaker.closed and not self.breaker.due():
+        if not self.breaker.closed:
+            if self._probe is None and self.breaker.due():
+                return await self._recover()
             return False
+        if not self.spool.pending:
+            return True
+        if cid is not None and all(c.cid != cid for c in self.spool.pending):
+            self._write_soon()  # others' changes: written meanwhile, without this call
+            return True
         return await self._recover()
+
+    def _write_soon(self) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="membot:redis-spool-writer")
+
+    async def _write(self) -> None:
+        await self._recover()
 
     async def _recover(self, *, force: bool = False) -> bool:
         """Probe a server that failed and write the spool to it; whether it is usable."""
@@ -117,12 +152,31 @@ class ResilientRepository:
                 return False
             try:
                 if not self.breaker.closed and self._probe is not None:
+                    self.probes += 1
+                    if not force:
+                        self.inline_probes += 1
                     async with asyncio.timeout(self.budget):
                         await self._probe()
                 while self.spool.pending:
                     change = self.spool.pending[0]
-                    async with asyncio.timeout(self.budget):
-                        await self._replay(change)
+                    try:
+                        async with asyncio.timeout(self.budget):
+                            await self._replay(change)
+                    except TRANSIENT:
+                        raise
+                    except Exception as exc:
+                        # Refused for good (a ResponseError, say): retrying would stop the
+                        # replay, and everything spooled after it, forever.
+                        log.error(
+                            "%s: a spooled %s was refused by Redis (%s: %s); set aside in %s",
+                            change.cid,
+                            change.op,
+                            type(exc).__name__,
+                            exc,
+                            self.spool.dead_path.name,
+                        )
+                        await self.spool.dead(change)
+                        continue
                     await self.spool.done(change)
                     self.written += 1
             except FAILURES as exc:
@@ -143,10 +197,9 @@ class ResilientRepository:
 
     async def _replay(self, change: Change) -> None:
         cid, args = change.cid, change.args
-        state = ConversationState.from_dict(args["state"]) if args.get("state") else None
+        state = change.state()
         if change.op == "append":
-            messages = [Message.from_json(line) for line in args["messages"]]
-            await self._write_turn(cid, messages, state, args["token"])
+            await self._write_turn(cid, change.messages(), state, args["token"])
         elif change.op == "set_state":
             assert state is not None
             await self.inner.set_state(cid, state)
@@ -168,10 +221,14 @@ class ResilientRepository:
             return await self.inner.append_turn(cid, messages, state, token)
         return await self.inner.append(cid, messages, state)
 
-    async def _call(self, call: Callable[[], Awaitable[_T]]) -> _T | None:
+    async def _call(
+        self, call: Callable[[], Awaitable[_T]], cid: ConversationId | None = None
+    ) -> _T | None:
         """The call's result, or None when the server is unavailable (the breaker opens)."""
-        if not await self._ready():
+        if not await self._ready(cid):
             return None
+        if not self.breaker.closed:
+            self.calls_while_open += 1  # only a due call without a probe function
         try:
             async with asyncio.timeout(self.budget):
                 result = await call()
@@ -188,25 +245,40 @@ class ResilientRepository:
 
     # -- reading -----------------------------------------------------------------------------
 
+    def _spooled(self, cid: ConversationId, limit: int) -> list[Message]:
+        """The conversation's turns still in the spool, oldest first, the last `limit` (what
+        came before a spooled reset is gone); seqs are provisional. Read-your-writes while
+        the server is down: the inbox's "was this answered?" sees them."""
+        messages: list[Message] = []
+        for change in self.spool.pending:
+            if change.cid != cid:
+                continue
+            if change.op == "reset":
+                messages = []
+            elif change.op == "append":
+                messages.extend(change.messages())
+        kept = messages[-limit:] if limit > 0 else []
+        return [replace(m, seq=i) for i, m in enumerate(kept, 1)]
+
     async def tail(self, cid: ConversationId, limit: int) -> list[Message]:
-        found = await self._call(lambda: self.inner.tail(cid, limit))
-        return [] if found is None else found
+        found = await self._call(lambda: self.inner.tail(cid, limit), cid)
+        return self._spooled(cid, limit) if found is None else found
 
     async def context(self, cid: ConversationId, limit: int) -> ChatContext:
-        found = await self._call(lambda: self.inner.context(cid, limit))
-        return found or ChatContext(history=[], summary="", meta=_fresh(cid))
+        found = await self._call(lambda: self.inner.context(cid, limit), cid)
+        return found or ChatContext(history=self._spooled(cid, limit), summary="", meta=_fresh(cid))
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
-        found = await self._call(lambda: self.inner.get_meta(cid))
+        found = await self._call(lambda: self.inner.get_meta(cid), cid)
         if found is None and cid.namespace == API:
             raise StorageUnavailable(f"{cid}: the storage is unavailable")
         return found or _fresh(cid)
 
     async def get_summary(self, cid: ConversationId) -> str:
-        return await self._call(lambda: self.inner.get_summary(cid)) or ""
+        return await self._call(lambda: self.inner.get_summary(cid), cid) or ""
 
     async def get_facts(self, cid: ConversationId) -> list[str]:
-        return await self._call(lambda: self.inner.get_facts(cid)) or []
+        return await self._call(lambda: self.inner.get_facts(cid), cid) or []
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
         return await self._call(lambda: self.inner.conversations(namespace)) or []
@@ -214,7 +286,7 @@ class ResilientRepository:
     async def iter_messages(
         self, cid: ConversationId, after_seq: int = 0
     ) -> AsyncGenerator[Message, None]:
-        if not await self._ready():
+        if not await self._ready(cid):
             return
         messages = self.inner.iter_messages(cid, after_seq)
         try:
@@ -242,7 +314,7 @@ class ResilientRepository:
         if not messages:
             return []
         token = new_turn_token()
-        stored = await self._call(lambda: self._write_turn(cid, messages, state, token))
+        stored = await self._call(lambda: self._write_turn(cid, messages, state, token), cid)
         if stored is not None:
             return stored
         args: dict[str, Any] = {
@@ -260,33 +332,33 @@ class ResilientRepository:
         self, cid: ConversationId, text: str, covers_from: int, covers_to: int, generation: str
     ) -> bool:
         saved = await self._call(
-            lambda: self.inner.save_summary(cid, text, covers_from, covers_to, generation)
+            lambda: self.inner.save_summary(cid, text, covers_from, covers_to, generation), cid
         )
         return bool(saved)  # not kept while Redis is down: made again at a later turn
 
     async def set_state(self, cid: ConversationId, state: ConversationState) -> ChatMeta:
-        meta = await self._call(lambda: self.inner.set_state(cid, state))
+        meta = await self._call(lambda: self.inner.set_state(cid, state), cid)
         if meta is not None:
             return meta
         await self._spool(Change("set_state", cid, {"state": state.to_dict()}))
         return replace(_fresh(cid), state=state)
 
     async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
-        kept = await self._call(lambda: self._kept(self.inner.add_fact(cid, fact, limit)))
+        kept = await self._call(lambda: self._kept(self.inner.add_fact(cid, fact, limit)), cid)
         if kept is not None:
             return kept[0]
         await self._spool(Change("add_fact", cid, {"fact": fact, "limit": limit}))
         return True  # the cap and the duplicate check apply when it is written
 
     async def remove_facts(self, cid: ConversationId, facts: Sequence[str]) -> list[str]:
-        removed = await self._call(lambda: self.inner.remove_facts(cid, facts))
+        removed = await self._call(lambda: self.inner.remove_facts(cid, facts), cid)
         if removed is not None:
             return removed
         await self._spool(Change("remove_facts", cid, {"facts": list(facts)}))
         return list(facts)
 
     async def reset(self, cid: ConversationId) -> None:
-        if await self._call(lambda: self._kept(self.inner.reset(cid))) is None:
+        if await self._call(lambda: self._kept(self.inner.reset(cid)), cid) is None:
             await self._spool(Change("reset", cid))
 
     @staticmethod
@@ -310,10 +382,12 @@ class ResilientRepository:
         return await self._ready()
 
     async def close(self) -> None:
-        reviver, self._reviver = self._reviver, None
-        if reviver is not None:
-            reviver.cancel()
-            await asyncio.gather(reviver, return_exceptions=True)
+        tasks = [t for t in (self._reviver, self._writer) if t is not None]
+        self._reviver = self._writer = None
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.spool.close()
         await self.inner.close()
 
 
@@ -331,4 +405,5 @@ class ResilientRedisRepository(ResilientRepository, RedisRepository):
 
 
 def _fresh(cid: ConversationId) -> ChatMeta:
-    return ChatMeta(conversation=cid, generation=new_generation())
+    """The stand-in meta of a conversation read while the server is down (`degraded`)."""
+    return ChatMeta(conversation=cid, generation=new_generation(), degraded=True)

@@ -11,15 +11,19 @@ is skipped with a warning.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import itertools
 import json
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from membot.ids import ConversationId, InvalidConversationId
-from membot.memory.durable import append_lines, replace_atomic
+from membot.memory.durable import append_lines, open_append, replace_atomic
+from membot.memory.models import ConversationState, Message
 
 log = logging.getLogger(__name__)
 
@@ -44,26 +48,109 @@ class Change:
         op, cid, change_id = record.pop("op"), record.pop("cid"), record.pop("id")
         if op not in OPS or not isinstance(change_id, str):
             raise ValueError(f"unknown change {op!r}")
+        _check_args(op, record)
         return cls(op=op, cid=ConversationId.parse(cid), args=record, id=change_id)
+
+    def messages(self) -> list[Message]:
+        """An append's messages (checked when the change was read)."""
+        return [Message.from_json(line) for line in self.args["messages"]]
+
+    def state(self) -> ConversationState | None:
+        state = self.args.get("state")
+        return ConversationState.from_dict(state) if state else None
+
+
+def _check_args(op: str, args: dict[str, Any]) -> None:
+    """Raise ValueError unless `args` are what replaying `op` needs."""
+    if op == "append":
+        if not isinstance(args["token"], str) or not isinstance(args["messages"], list):
+            raise ValueError("bad append")
+        for line in args["messages"]:
+            if not isinstance(line, str):
+                raise ValueError("bad message")
+            Message.from_json(line)  # CorruptRecord is a ValueError
+        if args.get("state") is not None:
+            ConversationState.from_dict(args["state"])
+    elif op == "set_state":
+        if not isinstance(args["state"], dict):
+            raise ValueError("bad state")
+        ConversationState.from_dict(args["state"])
+    elif op == "add_fact":
+        if not isinstance(args["fact"], str) or type(args["limit"]) is not int:
+            raise ValueError("bad fact")
+    elif op == "remove_facts":
+        facts = args["facts"]
+        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+            raise ValueError("bad facts")
 
 
 class Spool:
-    """The spool file and the changes in it not yet written (`pending`, oldest first)."""
+    """The spool file and the changes in it not yet written (`pending`, oldest first).
+
+    A process owns its spool file for its lifetime: an exclusive `flock` on it, taken at the
+    first `load()`. When another live process holds DATA_DIR's `redis-spool.jsonl`, this one
+    spools to `redis-spool-<pid>.jsonl` instead, so one's replay never empties the other's
+    changes. At the first `load()`, the changes of any other spool file whose lock can be
+    taken (its process is gone) are adopted: copied into this one's file, and theirs removed.
+    """
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        self.base = path
+        self.path = path  # the file this process owns, once `load()` has taken it
+        self.dead_path = path.with_name(f"{path.stem}.dead{path.suffix}")
         self.pending: list[Change] = []
+        self._fd: int | None = None
         self._loaded = False
         self._lock = asyncio.Lock()  # file order is the order changes were spooled
 
     async def load(self) -> None:
-        """Read what a previous run left (once); nothing is created when there is none."""
+        """Take the spool file and read what a previous run left (once)."""
         async with self._lock:
             if not self._loaded:
-                self.pending = await asyncio.to_thread(read_pending, self.path)
+                self.pending = await asyncio.to_thread(self._claim)
                 self._loaded = True
                 if self.pending:
                     log.info("%d change(s) spooled while Redis was down", len(self.pending))
+
+    def _claim(self) -> list[Change]:
+        pid = os.getpid()
+        stem, suffix = self.base.stem, self.base.suffix
+        names = itertools.chain(
+            [self.base.name, f"{stem}-{pid}{suffix}"],
+            (f"{stem}-{pid}-{n}{suffix}" for n in itertools.count(2)),
+        )
+        for name in names:
+            path = self.base.with_name(name)
+            fd = _try_lock(path)
+            if fd is not None:
+                self.path, self._fd = path, fd
+                break
+        if self.path != self.base:
+            log.warning(
+                "%s is in use by another process: spooling to %s", self.base.name, self.path.name
+            )
+        pending = read_pending(self.path)
+        for other in sorted(self.base.parent.glob(f"{self.base.stem}*{self.base.suffix}")):
+            if other == self.path or other == self.dead_path or not _spool_name(self, other):
+                continue
+            fd = _try_lock(other)
+            if fd is None:
+                continue  # its process is alive: its changes are its own
+            try:
+                left = read_pending(other)
+                if left:
+                    payload = b"".join(c.to_line() for c in left)
+                    append_lines(self.path, payload, sync_dir=True)
+                    pending.extend(left)
+                    log.info("%d change(s) adopted from %s", len(left), other.name)
+                if other != self.base:
+                    other.unlink(missing_ok=True)
+                else:
+                    os.ftruncate(fd, 0)
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        return pending
 
     async def add(self, change: Change) -> None:
         """Keep a change durably; it is pending once this returns."""
@@ -81,7 +168,54 @@ class Spool:
                 line = (json.dumps({"done": change.id}) + "\n").encode()
                 await asyncio.to_thread(append_lines, self.path, line)
             else:
-                await asyncio.to_thread(replace_atomic, self.path, b"")
+                await asyncio.to_thread(self._empty)
+
+    async def dead(self, change: Change) -> None:
+        """Set aside the oldest change, which the server refuses: kept in the dead-letter
+        file (`redis-spool.dead.jsonl`) for a person to look at, and done here."""
+        await asyncio.to_thread(append_lines, self.dead_path, change.to_line(), sync_dir=True)
+        await self.done(change)
+
+    def _empty(self) -> None:
+        if self._fd is None:  # not owned (cannot happen after load): replace it whole
+            replace_atomic(self.path, b"")
+            return
+        # In place, not by a rename: the lock is on this file.
+        os.ftruncate(self._fd, 0)
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Give the file up (the process's end); an empty per-process file is removed."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if self.path != self.base and not self.pending and os.fstat(fd).st_size == 0:
+                self.path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+        self._loaded = False
+        self.path = self.base
+
+
+def _spool_name(spool: Spool, path: Path) -> bool:
+    """Whether `path` is a spool file of DATA_DIR (the shared one or a process's own)."""
+    if path == spool.base:
+        return True
+    middle = path.name.removeprefix(f"{spool.base.stem}-").removesuffix(spool.base.suffix)
+    return middle.replace("-", "").isdigit() and path.name.startswith(f"{spool.base.stem}-")
+
+
+def _try_lock(path: Path) -> int | None:
+    """An exclusive lock on `path` (created when missing), or None when another open file
+    holds it (another process, or another Spool of this one)."""
+    fd = open_append(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def read_pending(path: Path) -> list[Change]:

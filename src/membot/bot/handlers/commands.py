@@ -10,7 +10,7 @@ from membot.bot import texts
 from membot.bot.handlers.chat import chat_state
 from membot.bot.render import send_markdown, send_plain, topic_of
 from membot.config import Settings
-from membot.core.language import SUPPORTED, own_name, parse_code
+from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.base import ChatRepository
@@ -57,7 +57,7 @@ def build_router() -> Router:
         note = consultation_note(words, state)
         asked = (command.args or "").strip()
         if not asked:
-            if state.language is None:
+            if state.language not in LANGUAGES:  # None, or "und": tried, not told
                 await message.answer(words.LANGUAGE_UNKNOWN + note)
             else:
                 current = state.language
