@@ -1,13 +1,21 @@
-"""Fixtures of the core's unit tests: the in-memory backend and the scripted model."""
+"""Fixtures of the unit tests: the in-memory backend, the scripted model, and Redis (the real
+one at 127.0.0.1:6379, under a key prefix of each test's own)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+from redis.asyncio import Redis
 from tests.scripted import ScriptedModel
 
 from membot.memory import MemoryRepository
+from membot.memory.redis import RedisRepository, create_client
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+MakeRepo = Callable[..., RedisRepository]
 
 
 @pytest.fixture
@@ -22,3 +30,32 @@ def model() -> Iterator[ScriptedModel]:
     scripted = ScriptedModel()
     yield scripted
     assert not scripted.unexpected, "the model got requests the test did not script"
+
+
+@pytest.fixture
+async def prefix() -> AsyncIterator[str]:
+    """A Redis key prefix of this test's own; every key under it is deleted afterwards."""
+    prefix = f"membot-test:{uuid.uuid4().hex}:"
+    yield prefix
+    client = Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+async def make_repo(prefix: str) -> AsyncIterator[MakeRepo]:
+    """RedisRepository instances under this test's prefix, each with its own pool (as
+    separate processes would have), closed afterwards."""
+    made: list[RedisRepository] = []
+
+    def make(**kw: int) -> RedisRepository:
+        made.append(RedisRepository(create_client(REDIS_URL), prefix=prefix, **kw))
+        return made[-1]
+
+    yield make
+    for repo in made:
+        await repo.close()

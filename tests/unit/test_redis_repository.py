@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,31 +41,6 @@ CID = ConversationId.telegram(42)
 SESSION = ConversationId.api(uuid.UUID("3f2b8c1e-9a4d-4c6b-8e2f-1a2b3c4d5e6f"))
 
 MakeRepo = Callable[..., RedisRepository]
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"membot-test:{uuid.uuid4().hex}:"
-
-
-@pytest.fixture
-async def make_repo(prefix: str) -> AsyncIterator[MakeRepo]:
-    """RedisRepository instances under this test's prefix, each with its own pool (as
-    separate processes would have); every key under the prefix is deleted afterwards."""
-    made: list[RedisRepository] = []
-
-    def make(**kw: int) -> RedisRepository:
-        made.append(RedisRepository(create_client(REDIS_URL), prefix=prefix, **kw))
-        return made[-1]
-
-    yield make
-    if made:
-        client = made[0].client
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await client.delete(*keys)
-    for repo in made:
-        await repo.close()
 
 
 def turn(text: str) -> list[Message]:

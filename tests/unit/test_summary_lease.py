@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,29 +27,6 @@ CID = ConversationId.telegram(77)
 EVERY = 4
 
 MakeRepo = Callable[[], RedisRepository]
-
-
-@pytest.fixture
-def prefix() -> str:
-    return f"membot-test:{uuid.uuid4().hex}:"
-
-
-@pytest.fixture
-async def make_repo(prefix: str) -> AsyncIterator[MakeRepo]:
-    made: list[RedisRepository] = []
-
-    def make() -> RedisRepository:
-        made.append(RedisRepository(create_client(REDIS_URL), prefix=prefix))
-        return made[-1]
-
-    yield make
-    if made:
-        client = made[0].client
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await client.delete(*keys)
-    for repo in made:
-        await repo.close()
 
 
 def lease_for(repo: RedisRepository, timeout: float = 60.0) -> RedisSummaryLease:

@@ -6,7 +6,6 @@ conversation's turn must be held by one of them at a time."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -19,16 +18,6 @@ from membot.memory import MemoryRepository
 
 CID = ConversationId.telegram(4242)
 REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-async def prefix() -> AsyncIterator[str]:
-    prefix = f"membot-test:{uuid.uuid4().hex}:"
-    yield prefix
-    client = Redis.from_url(REDIS_URL)
-    async for key in client.scan_iter(match=f"{prefix}*"):
-        await client.delete(key)
-    await client.aclose()
 
 
 @pytest.fixture
