@@ -91,13 +91,15 @@ class Agent:
         cid = incoming.conversation
         ctx = await self.repository.context(cid, self.window_size)
         fresh = ctx.meta.messages_total == 0
-        before = opts.state if fresh and opts.state is not None else ctx.meta.state
+        # A new API session's own settings: what its first turn starts from and keeps.
+        given = opts.state if fresh else None
+        before = given or ctx.meta.state
         # Read while the storage is down (memory/resilient.py): ctx.meta.state is a stand-in,
         # not the conversation's. The turn is answered, but it writes no state built on it;
         # only a state the front door gave (a new API session's, an explicit /consult) is the
         # conversation's own and kept.
         degraded = ctx.meta.degraded
-        explicit = opts.start is not None or (fresh and opts.state is not None)
+        explicit = opts.start is not None or given is not None
         # The state with the conversation's language, once per conversation: detected from the
         # first user message long enough to tell, then kept with the turn and never detected
         # again. /finish's text is the bot's own words, not the user's: it tells nothing.
@@ -151,7 +153,7 @@ class Agent:
             plan = switch.plan
             log.info("%s: the model started a consultation of %d rounds", cid, plan.max_rounds)
         after = plan.state_after(known) if plan else None
-        if after is None and (known is not before or (fresh and opts.state is not None)):
+        if after is None and (known is not before or given is not None):
             # A language just detected, or a new API session's settings: kept with the turn.
             after = known
         if degraded and not explicit:

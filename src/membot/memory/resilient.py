@@ -89,7 +89,7 @@ class ResilientRepository:
         self._probe = probe
         self._flushing = asyncio.Lock()
         self._reviver: asyncio.Task[None] | None = None
-        self._writer: asyncio.Task[None] | None = None  # a pending spool, breaker closed
+        self._writer: asyncio.Task[bool] | None = None  # a pending spool, breaker closed
         self.written = 0  # spooled changes written since the outage began
         # Observable for tests and logs: PINGs made (by the background reviver only, when
         # there is a probe), those made inline by a caller (never, when there is a probe), and
@@ -138,10 +138,7 @@ class ResilientRepository:
 
     def _write_soon(self) -> None:
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write(), name="membot:redis-spool-writer")
-
-    async def _write(self) -> None:
-        await self._recover()
+            self._writer = asyncio.create_task(self._recover(), name="membot:redis-spool-writer")
 
     async def _recover(self, *, force: bool = False) -> bool:
         """Probe a server that failed and write the spool to it; whether it is usable."""

@@ -105,6 +105,8 @@ class Spool:
 
     async def load(self) -> None:
         """Take the spool file and read what a previous run left (once)."""
+        if self._loaded:  # every repository call asks: no lock once it is done
+            return
         async with self._lock:
             if not self._loaded:
                 self.pending = await asyncio.to_thread(self._claim)
