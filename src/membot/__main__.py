@@ -1,4 +1,4 @@
-"""`membot run` / `membot api` / `membot check-config` / `membot search` / `membot migrate`
+"""`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `migrate`
 (also `python -m membot`)."""
 
 from __future__ import annotations
@@ -9,8 +9,12 @@ import contextlib
 import gc
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from membot.config import ConfigError, Settings, load_settings, setup_logging
+
+if TYPE_CHECKING:
+    from membot.bot.app import Role
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="start the bot (long polling), and the HTTP API if API_PORT is set")
+    sub.add_parser(
+        "worker", help="QUEUE=redis: answer updates from the Redis stream (run any number)"
+    )
+    sub.add_parser(
+        "receive", help="QUEUE=redis: only take updates from Telegram into the Redis stream"
+    )
     sub.add_parser("api", help="serve the HTTP chat API alone (no Telegram token needed)")
     sub.add_parser("check-config", help="validate the settings and print them, secrets masked")
     search = sub.add_parser(
@@ -72,10 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         print("configuration OK")
         return 0
 
+    if command in ("worker", "receive") and settings.queue != "redis":
+        print(f"membot: QUEUE is invalid: `membot {command}` needs QUEUE=redis", file=sys.stderr)
+        return 2
     setup_logging(settings.log_level)
     if command == "api":
         return _serve_api(settings)
-    return _run_bot(settings)
+    return _run_bot(settings, cast("Role", command))
 
 
 def _freeze_heap() -> None:
@@ -100,13 +113,14 @@ def _serve_api(settings: Settings) -> int:
     return 0
 
 
-def _run_bot(settings: Settings) -> int:
+def _run_bot(settings: Settings, role: Role) -> int:
     from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
+    from redis.exceptions import RedisError
 
     from membot.bot.app import MembotApp  # imported late: aiogram is heavy for check-config
 
     async def run() -> None:
-        app = MembotApp(settings)
+        app = MembotApp(settings, role=role)
         app.dispatcher.startup.register(_freeze_heap)  # after the app's own start-up
         await app.run()
 
@@ -114,6 +128,9 @@ def _run_bot(settings: Settings) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run())
+    except ConfigError as exc:  # found at start-up (the queue's shard count, say)
+        print(f"membot: {exc}", file=sys.stderr)
+        return 2
     except TelegramUnauthorizedError:
         print(
             "membot: TELEGRAM_BOT_TOKEN is invalid: the Bot API refused it (401 Unauthorized)",
@@ -131,6 +148,9 @@ def _run_bot(settings: Settings) -> int:
     except OSError as exc:
         # The API's port is taken, say: one line, not a traceback.
         print(f"membot: cannot start: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except RedisError as exc:
+        print(f"membot: cannot reach Redis at start-up (REDIS_URL): {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -91,6 +92,24 @@ class Settings(BaseSettings):
     redis_max_messages: int = Field(default=10_000, ge=100, le=10_000_000)
     # Seconds a conversation lives in Redis after its last activity (not a summary); 0 = forever.
     conversation_ttl: int = Field(default=0, ge=0, le=10 * 365 * 86400)
+    # Scale-out (queue/): `redis` puts every update in a Redis Stream that workers share.
+    queue: Annotated[Literal["local", "redis"], BeforeValidator(_lowercase)] = "local"
+    telegram_mode: Annotated[Literal["polling", "webhook"], BeforeValidator(_lowercase)] = "polling"
+    webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(default=8081, ge=1, le=65535)
+    # Seconds before another worker takes over the updates of a worker that stopped answering.
+    claim_idle: float = Field(default=30.0, ge=0.5, le=3600)
+    queue_shards: int = Field(default=16, ge=1, le=1024)
+    worker_concurrency: int = Field(default=64, ge=1, le=10_000)
+    # Telegram's limits on what the bot sends, shared by every process through Redis with
+    # QUEUE=redis: messages per second per chat (with a short burst), per minute per group,
+    # per second for the whole bot.
+    telegram_chat_rate: float = Field(default=1.0, gt=0, le=1000)
+    telegram_chat_burst: int = Field(default=3, ge=1, le=100)
+    telegram_group_rate: float = Field(default=20.0, gt=0, le=60_000)
+    telegram_bot_rate: float = Field(default=30.0, gt=0, le=10_000)
 
     @field_validator("telegram_bot_token")
     @classmethod
@@ -102,6 +121,26 @@ class Settings(BaseSettings):
         bot_id, sep, secret = value.get_secret_value().partition(":")
         if not (sep and bot_id.isdigit() and secret) or any(c.isspace() for c in secret):
             raise ValueError('must look like "123456789:AA..." (the token from @BotFather)')
+        return value
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("https://", "http://")) or " " in value:
+            raise ValueError("must be the public https:// URL Telegram posts updates to")
+        return value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # Telegram's rule for secret_token: 1-256 characters, A-Z, a-z, 0-9, _ and -.
+        if value is None or not value.get_secret_value():
+            return None
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", value.get_secret_value()):
+            raise ValueError("must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
     @field_validator("telegram_api_base", "openrouter_base_url")
@@ -136,6 +175,25 @@ class Settings(BaseSettings):
         if any(len(t) < 16 for t in tokens):
             raise ValueError("each token must be at least 16 characters long")
         return tuple(SecretStr(t) for t in tokens)
+
+    @model_validator(mode="after")
+    def _scale_out(self) -> Settings:
+        if self.queue == "redis" and self.storage != "redis":
+            raise ValueError("QUEUE is invalid: QUEUE=redis needs STORAGE=redis")
+        if self.telegram_mode == "webhook":
+            if self.webhook_url is None:
+                raise ValueError("WEBHOOK_URL is required when TELEGRAM_MODE=webhook")
+            if self.webhook_secret is None:
+                raise ValueError("WEBHOOK_SECRET is required when TELEGRAM_MODE=webhook")
+        return self
+
+    @property
+    def webhook_path(self) -> str:
+        """The path the webhook server listens at: WEBHOOK_URL's own (a reverse proxy maps
+        the public address to WEBHOOK_HOST:WEBHOOK_PORT)."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.webhook_url or "").path or "/"
 
     @model_validator(mode="after")
     def _rounds(self) -> Settings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from membot.agent import Agent
 from membot.config import Settings
@@ -22,11 +22,18 @@ from membot.memory.files import FileRepository
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
 log = logging.getLogger(__name__)
 
 # Behind the breaker a dead Redis must cost an answer about half a second at most.
 REDIS_CONNECT_TIMEOUT = 0.25
 REDIS_SOCKET_TIMEOUT = 0.5
+# With QUEUE=redis there is no breaker: a failed call leaves the update in the queue, to be
+# tried again, so calls get the client's usual timeouts and retries.
+QUEUE_CONNECT_TIMEOUT = 1.0
+QUEUE_SOCKET_TIMEOUT = 3.0
 
 # With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
 LLM_RETRIES = 2
@@ -93,12 +100,25 @@ def build_repository(settings: Settings) -> ChatRepository:
 
     Redis comes behind a circuit breaker and a spool under DATA_DIR (memory/resilient.py), so
     the bot answers while it is down; its client gets short timeouts and one retry, as the
-    breaker, not a retry, is what rides out an outage."""
+    breaker, not a retry, is what rides out an outage. With QUEUE=redis, Redis is the queue
+    too: while it is down nothing is answered (updates wait in Telegram or in the stream),
+    so the repository is the plain one and its errors leave the update to be tried again."""
     if settings.storage == "redis":
         # imported late: only where used
         from membot.memory.redis import RedisRepository, create_client
         from membot.memory.resilient import ResilientRedisRepository
 
+        if settings.queue == "redis":
+            return RedisRepository(
+                create_client(
+                    settings.redis_url.get_secret_value(),
+                    connect_timeout=QUEUE_CONNECT_TIMEOUT,
+                    socket_timeout=QUEUE_SOCKET_TIMEOUT,
+                ),
+                prefix=settings.redis_prefix,
+                max_messages=settings.redis_max_messages,
+                ttl=settings.conversation_ttl,
+            )
         client = create_client(
             settings.redis_url.get_secret_value(),
             connect_timeout=REDIS_CONNECT_TIMEOUT,
@@ -125,6 +145,8 @@ class Core:
     tasks: TaskSupervisor
     agent: Agent
     service: ConversationService
+    # The repository's Redis client when the storage is Redis (shared limits, the queue).
+    redis: Redis | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -159,7 +181,16 @@ def build_core(
         max_rounds=settings.max_rounds,
         turn_locks=_turn_locks(settings, repository),
     )
-    return Core(settings, model, repository, tasks, agent, service)
+    return Core(settings, model, repository, tasks, agent, service, _redis_client(repository))
+
+
+def _redis_client(repository: ChatRepository) -> Redis | None:
+    client = getattr(repository, "client", None)
+    if client is None:
+        return None
+    from redis.asyncio import Redis  # only when the repository has a client
+
+    return client if isinstance(client, Redis) else None
 
 
 def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | None:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from membot.api.server import ApiServer
 from membot.bot import texts
 from membot.config import Settings
 from membot.ids import ConversationId
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.redis import RedisRepository
 from membot.wiring import build_core
 from tests.api_support import API_TOKEN, ApiClient, free_port
 from tests.conftest import API_KEY, TOKEN, StartBot
@@ -33,19 +32,6 @@ CHAT = 9001
 RU_FIRST = "Привет! Помоги мне спланировать поездку в Казань на выходные"
 RU_HELP = texts.get("ru").HELP.format(rounds=3, max_rounds=10)
 STARTUP = 60.0  # a cold `python -m membot` imports aiogram, pydantic, openai...
-
-
-@pytest.fixture
-async def redis_repo() -> AsyncIterator[RedisRepository]:
-    """A reader of this test's own prefix (as an operator would look into Redis); every key
-    under the prefix is deleted afterwards."""
-    prefix = f"membot-test:{uuid.uuid4().hex}:"
-    repo = RedisRepository(create_client(REDIS_URL), prefix=prefix)
-    yield repo
-    keys = [key async for key in repo.client.scan_iter(match=f"{prefix}*")]
-    if keys:
-        await repo.client.delete(*keys)
-    await repo.close()
 
 
 def on_redis(repo: RedisRepository, **overrides: Any) -> dict[str, Any]:

@@ -16,6 +16,8 @@ BASE_ENV = {
     "OPENROUTER_API_KEY": "sk-or-v1-0123456789abcdef0123456789abcdef",
 }
 
+BASE_ENV_FIELDS = {k.lower(): v for k, v in BASE_ENV.items()}
+
 
 def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     from membot.config import Settings
@@ -167,3 +169,47 @@ def test_tools_setting_picks_builtins_and_empty_means_none() -> None:
     )
     assert load_settings(**base, tools="").enabled_tools == ()
     assert load_settings(**base, tool_mode="HERMES").tool_mode == "hermes"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"queue": "redis"}, "QUEUE is invalid: QUEUE=redis needs STORAGE=redis"),
+        ({"telegram_mode": "webhook"}, "WEBHOOK_URL is required when TELEGRAM_MODE=webhook"),
+        (
+            {"telegram_mode": "webhook", "webhook_url": "https://bot.example/tg"},
+            "WEBHOOK_SECRET is required when TELEGRAM_MODE=webhook",
+        ),
+        ({"webhook_secret": "not secret!"}, "WEBHOOK_SECRET is invalid: must be 1-256"),
+        ({"webhook_url": "bot.example/tg"}, "WEBHOOK_URL is invalid: must be the public"),
+        ({"telegram_mode": "push"}, "TELEGRAM_MODE is invalid"),
+        ({"claim_idle": "0"}, "CLAIM_IDLE is invalid"),
+        ({"queue_shards": "0"}, "QUEUE_SHARDS is invalid"),
+    ],
+)
+def test_scale_out_settings_are_checked_together(overrides: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(_env_file=None, **BASE_ENV_FIELDS, **overrides)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_webhook_settings_give_the_path_to_listen_at() -> None:
+    settings = load_settings(
+        _env_file=None,
+        **BASE_ENV_FIELDS,
+        storage="redis",
+        queue="REDIS",
+        telegram_mode="Webhook",
+        webhook_url="https://bot.example/tg/hook?x=1",
+        webhook_secret="s3cret_-value",
+    )
+    assert (settings.queue, settings.telegram_mode) == ("redis", "webhook")
+    assert settings.webhook_path == "/tg/hook"
+    assert "s3cret" not in settings.masked()["WEBHOOK_SECRET"]
+
+
+def test_worker_and_receive_need_the_redis_queue(tmp_path: Path) -> None:
+    result = run_membot(tmp_path, BASE_ENV, "worker")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "membot: QUEUE is invalid: `membot worker` needs QUEUE=redis"

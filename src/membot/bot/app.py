@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+import signal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
@@ -30,6 +32,12 @@ from membot.wiring import Core, build_core, shutdown_grace
 
 if TYPE_CHECKING:
     from membot.api.server import ApiServer
+    from membot.bot.scaleout import QueueFront
+    from membot.bot.webhook import WebhookServer
+
+# What a process does: `run` receives and answers; with QUEUE=redis, `receive` only puts
+# updates in the stream and `worker` only answers from it.
+Role = Literal["run", "receive", "worker"]
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +57,14 @@ class MembotApp:
     """The Telegram front door: settings in, polling loop out. `run()` until `stop()` or a
     signal. The conversation core comes from `membot.wiring`, shared with the HTTP API."""
 
-    def __init__(self, settings: Settings, core: Core | None = None) -> None:
+    def __init__(self, settings: Settings, core: Core | None = None, *, role: Role = "run") -> None:
         pin_response_models()
         if settings.telegram_bot_token is None:
             raise ValueError("TELEGRAM_BOT_TOKEN is required for the bot")
+        if role != "run" and settings.queue != "redis":
+            raise ValueError(f"`membot {role}` needs QUEUE=redis")
         self.settings = settings
+        self.role = role
         self.core = core or build_core(settings)
         self.repository = self.core.repository
         self.service = self.core.service
@@ -68,8 +79,16 @@ class MembotApp:
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
         self.inbox = Inbox(settings.data_dir)
-        self.bot.session.middleware(JournalUpdates(self.inbox, settings.allowed_user_ids))
+        self.queue: QueueFront | None = None
+        if settings.queue == "redis":
+            from membot.bot.scaleout import QueueFront
+
+            self.queue = QueueFront(self, receive=role != "worker", work=role != "receive")
+        else:
+            self.bot.session.middleware(JournalUpdates(self.inbox, settings.allowed_user_ids))
+        self.webhook: WebhookServer | None = None
         self._replays: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
         # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
             disable_fsm=True,
@@ -80,25 +99,34 @@ class MembotApp:
         self.sequencer = ChatSequencer(self.dispatcher, self.service)
         self.dispatcher.update.outer_middleware(self.sequencer)
         # Inside the sequencer: an update is marked done before the chat's next one starts,
-        # and shutdown waits for that too.
-        self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
+        # and shutdown waits for that too. (With the queue: a repeat is recognised while
+        # the chat's turn is held.)
+        if self.queue is not None:
+            self.dispatcher.update.outer_middleware(self.queue.repeats)
+        else:
+            self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
         self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
         self.dispatcher.include_routers(*build_routers())
         self.dispatcher.startup.register(self._on_startup)
         self.dispatcher.shutdown.register(self._on_shutdown)
 
     async def _on_startup(self, bot: Bot) -> None:
+        replay: list[dict[str, Any]] = []
         try:
             await self.core.start()
-            await bot.delete_webhook(drop_pending_updates=False)
-            # The menu in Russian for Russian-speaking clients, English for everyone else
-            # (the default scope last, so the default is what a plain getMyCommands shows).
-            for code in ("ru", ""):
-                await bot.set_my_commands(
-                    [BotCommand(command=c, description=d) for c, d in texts.get(code).COMMANDS],
-                    language_code=code or None,
-                )
-            replay = await self.inbox.unanswered(self.repository)
+            if self.role != "worker":
+                # The menu in Russian for Russian-speaking clients, English for everyone else
+                # (the default scope last, so the default is what a plain getMyCommands shows).
+                for code in ("ru", ""):
+                    await bot.set_my_commands(
+                        [BotCommand(command=c, description=d) for c, d in texts.get(code).COMMANDS],
+                        language_code=code or None,
+                    )
+            if self.queue is not None:
+                await self.queue.start()
+            else:
+                replay = await self.inbox.unanswered(self.repository)
+                await self._start_local_receiver(bot)
             if self.api is not None:
                 await self.api.start()  # a port already taken fails the start-up cleanly
         except BaseException:
@@ -116,7 +144,11 @@ class MembotApp:
         if not self.settings.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
-            "membot started: model=%s data_dir=%s window=%d summary_every=%d tools=%s mode=%s",
+            "membot %s started: queue=%s telegram=%s model=%s data_dir=%s window=%d "
+            "summary_every=%d tools=%s mode=%s",
+            self.role,
+            self.settings.queue,
+            self.settings.telegram_mode,
             self.settings.openrouter_model,
             self.settings.data_dir,
             self.settings.window_size,
@@ -125,9 +157,22 @@ class MembotApp:
             self.settings.tool_mode,
         )
 
+    async def _start_local_receiver(self, bot: Bot) -> None:
+        """QUEUE=local: polling (aiogram's loop, started by `run`) or this process's webhook."""
+        if self.settings.telegram_mode == "polling":
+            await bot.delete_webhook(drop_pending_updates=False)
+            return
+        from membot.bot.scaleout import local_intake, start_webhook
+
+        self.webhook = await start_webhook(self, local_intake(self))
+
     async def _on_shutdown(self) -> None:
-        # Polling has stopped; the API takes no new requests either. Let updates and
+        # Receiving has stopped; the API takes no new requests either. Let updates and
         # requests already being answered finish, then the summaries.
+        if self.webhook is not None:
+            await self.webhook.close()
+        if self.queue is not None:
+            await self.queue.stop(shutdown_grace(self.settings))
         if self.api is not None:
             await self.api.stop_accepting()
         await self.service.wait_idle(shutdown_grace(self.settings))
@@ -138,16 +183,48 @@ class MembotApp:
         log.info("membot stopped")
 
     async def _release(self) -> None:
+        if self.webhook is not None:
+            await self.webhook.close()
+        if self.queue is not None:
+            await self.queue.close()
         if self.api is not None:
             await self.api.close()
         await self.core.aclose()
 
     async def run(self, *, handle_signals: bool = True) -> None:
-        await self.dispatcher.start_polling(
-            self.bot,
-            handle_signals=handle_signals,
-            allowed_updates=self.dispatcher.resolve_used_update_types(),
-        )
+        if self.queue is None and self.settings.telegram_mode == "polling":
+            await self.dispatcher.start_polling(
+                self.bot,
+                handle_signals=handle_signals,
+                allowed_updates=self.dispatcher.resolve_used_update_types(),
+            )
+            return
+        # Everything else receives on its own (webhook, the queue): start up, wait, shut down.
+        await self.dispatcher.emit_startup(bot=self.bot)
+        try:
+            with _signals(self._stopped.set) if handle_signals else contextlib.nullcontext():
+                await self._stopped.wait()
+        finally:
+            try:
+                await self.dispatcher.emit_shutdown(bot=self.bot)
+            finally:
+                await self.bot.session.close()
 
     async def stop(self) -> None:
-        await self.dispatcher.stop_polling()
+        if self.queue is None and self.settings.telegram_mode == "polling":
+            await self.dispatcher.stop_polling()
+        else:
+            self._stopped.set()
+
+
+@contextlib.contextmanager
+def _signals(stop: Any) -> Any:
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop)
+    try:
+        yield
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)

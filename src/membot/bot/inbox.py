@@ -149,7 +149,7 @@ class Inbox:
                 log.warning("inbox: skipping update %s: it no longer reads", record["update_id"])
                 skipped += 1
                 continue
-            if await _answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
+            if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
                 continue
             replay.append(record)
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
@@ -192,10 +192,10 @@ class JournalUpdates(BaseRequestMiddleware):
         # of the annotation aiogram gives it.
         result: Any = await make_request(bot, method)
         if isinstance(method, GetUpdates) and isinstance(result, list):
-            await self.inbox.record([u for u in result if await self._worth_keeping(u, bot)])
+            await self.inbox.record([u for u in result if await self.worth_keeping(u, bot)])
         return cast(Response[TelegramType], result)
 
-    async def _worth_keeping(self, update: Update, bot: Bot) -> bool:
+    async def worth_keeping(self, update: Update, bot: Bot) -> bool:
         message = update.message
         if message is None or not _replayable(message.text):
             return False
@@ -233,7 +233,7 @@ class InboxMiddleware(BaseMiddleware):
             await self.inbox.done(event.update_id)
 
 
-async def _answered(repository: ChatRepository, chat_id: int, message_id: int) -> bool:
+async def answered(repository: ChatRepository, chat_id: int, message_id: int) -> bool:
     """Whether the question with this Telegram message id is in its chat's archive. Message ids
     grow within a chat, so the look-back widens until it reaches an older question (a turn
     with tool rounds is many lines) or the start of the archive."""

@@ -10,8 +10,10 @@ from aiogram.exceptions import TelegramAPIError
 from aiogram.types import ErrorEvent
 
 from membot.bot import texts
+from membot.config import Settings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
+from membot.queue.worker import transient
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +22,11 @@ def build_router() -> Router:
     router = Router(name="errors")
 
     @router.error()
-    async def on_error(event: ErrorEvent, service: ConversationService) -> None:
+    async def on_error(event: ErrorEvent, service: ConversationService, settings: Settings) -> None:
+        if settings.queue == "redis" and transient(event.exception):
+            # Redis (the storage and the queue) failed: no apology, the update stays in the
+            # queue and is answered when Redis is back.
+            raise event.exception
         message = event.update.message
         chat = message.chat.id if message else None
         log.error(

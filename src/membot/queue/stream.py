@@ -1,0 +1,204 @@
+"""The update queue in Redis Streams (QUEUE=redis): what the receiver adds and workers take.
+
+Updates are spread over `QUEUE_SHARDS` streams by chat, `{REDIS_PREFIX}q:s:<n>`, each read
+through one consumer group, `workers`. A shard is read by one worker at a time (queue/shards.py
+hands them out), so a chat's updates reach one worker, in the order they were added.
+
+Each update also leaves a mark, `{REDIS_PREFIX}q:u:<update_id>`, for a day (as long as Telegram
+keeps an update): "q" once queued, "d" once handled. The receiver adds an update only if it
+has no mark, in the same script, so Telegram's redelivery of an update already queued (a
+webhook answer that got lost, a poll repeated after a receiver crash) is not queued twice.
+A worker acknowledges an entry, marks it handled and deletes it in one script: the streams
+hold only updates still waiting or in hand.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import ResponseError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.commands.core import AsyncScript
+
+log = logging.getLogger(__name__)
+
+GROUP = "workers"
+# How long an update's mark is kept: Telegram keeps an undelivered update for 24 hours.
+MARK_TTL_MS = 86_400_000
+
+_PUBLISH = """
+if redis.call('SET', KEYS[1], 'q', 'NX', 'PX', ARGV[1]) == false then return 0 end
+redis.call('XADD', KEYS[2], '*', 'u', ARGV[2], 'c', ARGV[3], 'd', ARGV[4])
+return 1
+"""
+
+_ACK = """
+redis.call('SET', KEYS[2], 'd', 'PX', ARGV[3])
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+class QueueMismatch(Exception):
+    """The queue in Redis was made with another shard count than this process's settings."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One update as a worker holds it."""
+
+    shard: int
+    entry_id: str
+    update_id: int
+    chat: str  # the chat's id as text ("" for an update without one)
+    data: str  # the update's JSON, as Telegram sent it
+    redelivered: bool  # taken over from another worker: it may have been handled already
+
+    @property
+    def ref(self) -> tuple[int, str]:
+        """Unique among all shards (an entry id is unique only within its stream)."""
+        return (self.shard, self.entry_id)
+
+
+def chat_of(update: dict[str, Any]) -> str:
+    """The chat an update belongs to, from Telegram's JSON (without building aiogram's
+    model): the key that keeps one chat's updates in one shard, in order."""
+    for key, value in update.items():
+        if not isinstance(value, dict):
+            continue
+        chat = value.get("chat")
+        if chat is None and isinstance(value.get("message"), dict):  # callback_query
+            chat = value["message"].get("chat")
+        if isinstance(chat, dict) and isinstance(chat.get("id"), int):
+            return str(chat["id"])
+        sender = value.get("from")
+        if key != "update_id" and isinstance(sender, dict) and isinstance(sender.get("id"), int):
+            return f"u{sender['id']}"  # inline queries and the like: by their sender
+    return ""
+
+
+class UpdateStream:
+    """The streams, their group and the marks, on one Redis client."""
+
+    def __init__(self, client: Redis, prefix: str, shards: int) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.shards = shards
+        self._publish: AsyncScript = client.register_script(_PUBLISH)
+        self._ack: AsyncScript = client.register_script(_ACK)
+
+    def key(self, shard: int) -> str:
+        return f"{self.prefix}q:s:{shard}"
+
+    def mark_key(self, update_id: int) -> str:
+        return f"{self.prefix}q:u:{update_id}"
+
+    def shard_of(self, chat: str, update_id: int) -> int:
+        if not chat:
+            return update_id % self.shards
+        return zlib.crc32(chat.encode()) % self.shards
+
+    async def prepare(self) -> None:
+        """Record the shard count (the first process to come decides it), check ours against
+        it, and make sure every shard's group exists (re-made after Redis lost its data)."""
+        key = f"{self.prefix}q:shards"
+        await self.client.set(key, self.shards, nx=True)
+        stored = int(await self.client.get(key) or self.shards)
+        if stored != self.shards:
+            raise QueueMismatch(
+                f"QUEUE_SHARDS is invalid: the queue in Redis has {stored} shards, this "
+                f"process is set to {self.shards} (every process must use the same)"
+            )
+        for shard in range(self.shards):
+            await self.ensure_group(shard)
+
+    async def ensure_group(self, shard: int) -> None:
+        try:
+            # From the start of the stream: entries added before the group existed are read.
+            await self.client.xgroup_create(self.key(shard), GROUP, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def publish(self, update: dict[str, Any], raw: str | None = None) -> bool:
+        """Add an update; False when it was queued (or handled) before. Raises RedisError."""
+        update_id = int(update["update_id"])
+        chat = chat_of(update)
+        data = raw if raw is not None else json.dumps(update, separators=(",", ":"))
+        keys = [self.mark_key(update_id), self.key(self.shard_of(chat, update_id))]
+        added = await self._publish(keys=keys, args=[MARK_TTL_MS, update_id, chat, data])
+        return bool(added)
+
+    async def read(
+        self, consumer: str, shards: Sequence[int], count: int, block_ms: int
+    ) -> list[Entry]:
+        """New entries of these shards for this consumer (waits up to `block_ms`)."""
+        if not shards or count <= 0:
+            return []
+        streams: dict[Any, Any] = {self.key(s): ">" for s in shards}
+        reply: Any = await self.client.xreadgroup(
+            GROUP, consumer, streams, count=count, block=block_ms
+        )
+        by_key = {self.key(s): s for s in shards}
+        return [
+            _entry(by_key[name], entry_id, fields, redelivered=False)
+            for name, entries in reply or []
+            for entry_id, fields in entries
+            if fields  # None for an entry deleted while pending
+        ]
+
+    async def claim(self, consumer: str, shard: int) -> list[Entry]:
+        """Every entry of the shard still pending for any consumer (a worker that died or gave
+        the shard up), now this consumer's, oldest first. Only the shard's holder calls this."""
+        claimed: list[Entry] = []
+        start = "0-0"
+        while True:
+            reply = await self.client.xautoclaim(
+                self.key(shard), GROUP, consumer, min_idle_time=0, start_id=start, count=100
+            )
+            start, entries = reply[0], reply[1]
+            deleted = reply[2] if len(reply) > 2 else []
+            claimed.extend(
+                _entry(shard, entry_id, fields, redelivered=True)
+                for entry_id, fields in entries
+                if fields
+            )
+            if deleted:
+                log.warning("queue: %d entr(ies) of shard %d were lost", len(deleted), shard)
+            if start == "0-0":
+                return claimed
+
+    async def handled(self, update_id: int) -> bool:
+        return await self.client.get(self.mark_key(update_id)) == "d"
+
+    async def ack(self, entry: Entry) -> None:
+        """The update is handled: mark it, acknowledge it, delete it, in one step."""
+        keys = [self.key(entry.shard), self.mark_key(entry.update_id)]
+        await self._ack(keys=keys, args=[GROUP, entry.entry_id, MARK_TTL_MS])
+
+    async def forget_consumers(self, shard: int, keep: set[str]) -> None:
+        """Drop consumers of the shard's group that hold nothing and are gone (hygiene: each
+        process start adds a consumer name)."""
+        for info in await self.client.xinfo_consumers(self.key(shard), GROUP):
+            name = info["name"]
+            if name not in keep and int(info["pending"]) == 0:
+                await self.client.xgroup_delconsumer(self.key(shard), GROUP, name)
+
+
+def _entry(shard: int, entry_id: str, fields: dict[str, str], *, redelivered: bool) -> Entry:
+    return Entry(
+        shard=shard,
+        entry_id=entry_id,
+        update_id=int(fields["u"]),
+        chat=fields.get("c", ""),
+        data=fields["d"],
+        redelivered=redelivered,
+    )

@@ -1,0 +1,302 @@
+"""A worker: reads the shards it holds, answers each chat's updates in order, acknowledges.
+
+Entries are put in lanes, one per chat: a lane runs its updates one after another, in
+update_id order; lanes run side by side, up to `concurrency` updates in hand. An entry is
+acknowledged only after the handler returned (its turn stored and its answer sent). When the
+handler fails for a reason that passes (Redis or the storage is unreachable), the entry is
+tried again, as a possible repeat, with backoff, and the chat's later updates wait behind it.
+
+Stopping: no new entries are read or started; the ones being handled finish (within
+`grace`); everything else stays pending in Redis, and the shards are released so the next
+holder takes those entries over at once, oldest first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextlib
+import logging
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError, ResponseError
+
+from membot.memory.base import StorageUnavailable
+from membot.queue.shards import ShardLeases, assign
+from membot.queue.stream import Entry, UpdateStream
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Entry], Awaitable[None]]
+
+# Longest wait between two tries of an update that failed for a passing reason.
+MAX_BACKOFF = 10.0
+# How long one read waits for new entries (it is cancelled at once on stop).
+BLOCK_MS = 1000
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("queue: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
+
+
+def transient(exc: BaseException) -> bool:
+    """Failures that pass: the update is tried again, not given up."""
+    return isinstance(exc, (RedisError, StorageUnavailable, ConnectionError))
+
+
+class StreamWorker:
+    def __init__(
+        self,
+        stream: UpdateStream,
+        leases: ShardLeases,
+        handler: Handler,
+        *,
+        concurrency: int,
+        claim_idle: float,
+    ) -> None:
+        self.stream = stream
+        self.leases = leases
+        self.handler = handler
+        self.concurrency = concurrency
+        self.interval = claim_idle / 3
+        self.consumer = leases.consumer
+        self.owned: set[int] = set()  # held and read
+        self._draining: set[int] = set()  # held until their updates in hand are done
+        self._reading: frozenset[int] = frozenset()  # in the read now waiting on Redis
+        self._in_hand: Counter[int] = Counter()
+        self._ids: set[tuple[int, str]] = set()
+        self._lanes: dict[str, deque[Entry]] = {}
+        self._lane_tasks: dict[str, asyncio.Task[None]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._down = False  # Redis is unreachable: warned once
+        self._balanced = asyncio.Condition()  # notified after each look at the shards
+        self.handled = 0
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.stream.prepare()
+        await self._rebalance()
+        self._tasks = [
+            asyncio.create_task(self._balance_loop(), name="queue-balance"),
+            asyncio.create_task(self._read_loop(), name="queue-read"),
+        ]
+        log.info("queue: worker %s started", self.consumer)
+
+    async def stop(self, grace: float) -> None:
+        """Finish what is being handled (up to `grace` seconds), leave the rest pending."""
+        self._stop.set()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(RedisError):
+            await self.leases.leave()  # the others rebalance without waiting for our lease
+        lanes = list(self._lane_tasks.values())
+        if lanes:
+            _, late = await asyncio.wait(lanes, timeout=grace)
+            if late:
+                log.warning("queue: %d update(s) cut short by shutdown, left pending", len(late))
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+        for shard in sorted(self.owned | self._draining):
+            with contextlib.suppress(RedisError):
+                await self.leases.release(shard)
+        self.owned.clear()
+        self._draining.clear()
+        log.info("queue: worker %s stopped", self.consumer)
+
+    # -- shards ------------------------------------------------------------------------------
+
+    async def _balance_loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self.interval)
+            if self._stop.is_set():
+                return
+            try:
+                await self._rebalance()
+                self._up()
+            except RedisError as exc:
+                self._outage(exc)
+
+    async def _rebalance(self) -> None:
+        live = await self.leases.live_workers()
+        mine = {s for s, w in assign(self.stream.shards, live).items() if w == self.consumer}
+        for shard in sorted(self.owned):
+            if shard not in mine:
+                self.owned.discard(shard)
+                self._draining.add(shard)
+            elif not await self.leases.hold(shard):
+                log.warning("queue: lost shard %d to another worker", shard)
+                self.owned.discard(shard)
+                self._drop_queued(shard)
+        for shard in sorted(self._draining):
+            if shard in mine:
+                self._draining.discard(shard)
+                self.owned.add(shard)
+            elif self._in_hand[shard] == 0 and shard not in self._reading:
+                await self.leases.release(shard)
+                self._draining.discard(shard)
+            else:
+                await self.leases.hold(shard)  # kept until its updates are done
+        for shard in sorted(mine - self.owned - self._draining):
+            if await self.leases.hold(shard):
+                await self.stream.ensure_group(shard)
+                orphans = await self.stream.claim(self.consumer, shard)
+                if orphans:
+                    log.info("queue: shard %d: took over %d update(s)", shard, len(orphans))
+                self.owned.add(shard)
+                for entry in orphans:
+                    self._dispatch(entry)
+                await self.stream.forget_consumers(shard, keep=set(live))
+        self._wake.set()
+        async with self._balanced:
+            self._balanced.notify_all()
+
+    async def wait_for_shards(self) -> None:
+        """Until this worker holds at least one shard (another may hold them all for now)."""
+        async with self._balanced:
+            await self._balanced.wait_for(lambda: bool(self.owned))
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        while not self._stop.is_set():
+            free = self.concurrency - len(self._ids)
+            shards = sorted(self.owned)
+            if free <= 0 or not shards:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), 1.0)
+                continue
+            self._reading = frozenset(shards)
+            try:
+                entries = await self.stream.read(self.consumer, shards, free, BLOCK_MS)
+                self._up()
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                log.warning("queue: the consumer groups are gone (Redis lost its data?): remade")
+                for shard in shards:
+                    await self.stream.ensure_group(shard)
+                continue
+            except RedisError as exc:
+                self._outage(exc)
+                await self._pause(1.0)
+                continue
+            finally:
+                self._reading = frozenset()
+            for entry in entries:
+                if entry.shard in self.owned or entry.shard in self._draining:
+                    self._dispatch(entry)
+
+    # -- lanes -------------------------------------------------------------------------------
+
+    def _dispatch(self, entry: Entry) -> None:
+        if entry.ref in self._ids:
+            return
+        self._ids.add(entry.ref)
+        self._in_hand[entry.shard] += 1
+        key = entry.chat or f"#{entry.update_id}"
+        lane = self._lanes.setdefault(key, deque())
+        # In update_id order among those not started (a webhook may deliver out of order).
+        start = 1 if key in self._lane_tasks else 0
+        ids = [e.update_id for e in list(lane)[start:]]
+        lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
+        if key not in self._lane_tasks:
+            task = asyncio.create_task(self._drain(key), name=f"lane-{key}")
+            task.add_done_callback(_report)
+            self._lane_tasks[key] = task
+
+    async def _drain(self, key: str) -> None:
+        lane = self._lanes[key]
+        try:
+            while lane and not self._stop.is_set():
+                entry = lane[0]
+                try:
+                    await self._handle(entry)
+                finally:
+                    lane.popleft()
+                    self._release_entry(entry)
+        finally:
+            for entry in lane:  # not started: left pending for the shard's next holder
+                self._release_entry(entry)
+            lane.clear()
+            del self._lanes[key]
+            del self._lane_tasks[key]
+            self._wake.set()
+
+    async def _handle(self, entry: Entry) -> None:
+        done = False
+        attempt = 0
+        while True:
+            try:
+                if not done:
+                    if not (entry.redelivered and await self.stream.handled(entry.update_id)):
+                        await self.handler(entry)
+                    done = True
+                await self.stream.ack(entry)
+                self.handled += 1
+                self._up()
+                return
+            except Exception as exc:
+                if not transient(exc):
+                    log.error(
+                        "queue: update %s failed for good (%s); acknowledged",
+                        entry.update_id,
+                        type(exc).__name__,
+                    )
+                    done = True
+                    if isinstance(exc, ResponseError):
+                        return
+                    continue
+                self._outage(exc)
+            if self._stop.is_set() or entry.shard not in self.owned | self._draining:
+                return  # left pending: the shard's next holder takes it over
+            # Tried again as a possible repeat: the failed try may have stored its turn.
+            entry = replace(entry, redelivered=True)
+            attempt += 1
+            await self._pause(min(0.25 * 2**attempt, MAX_BACKOFF))
+
+    def _release_entry(self, entry: Entry) -> None:
+        self._ids.discard(entry.ref)
+        self._in_hand[entry.shard] -= 1
+
+    def _drop_queued(self, shard: int) -> None:
+        """A lost shard's updates not started yet are the new holder's to handle."""
+        for lane in self._lanes.values():
+            keep = [e for i, e in enumerate(lane) if i == 0 or e.shard != shard]
+            for entry in lane:
+                if entry not in keep:
+                    self._release_entry(entry)
+            lane.clear()
+            lane.extend(keep)
+
+    # -- outages -----------------------------------------------------------------------------
+
+    def _outage(self, exc: BaseException) -> None:
+        if not self._down:
+            self._down = True
+            log.warning("queue: Redis is unreachable (%s); retrying", type(exc).__name__)
+
+    def _up(self) -> None:
+        if self._down:
+            self._down = False
+            log.warning("queue: Redis is back")
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), seconds)
+
+    def holding(self) -> Iterable[int]:
+        return sorted(self.owned)

@@ -1,0 +1,230 @@
+"""The queue's parts on the real Redis: the stream and its marks, the shard assignment, and
+workers sharing shards, taking over a dead one's updates, and trying a failed update again.
+
+The handler here records what it was given; tests/e2e/test_queue.py and test_scaleout.py run
+the real bot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from tests.unit.conftest import REDIS_URL
+
+from membot.memory.redis import create_client
+from membot.queue.shards import ShardLeases, assign
+from membot.queue.stream import Entry, QueueMismatch, UpdateStream, chat_of
+from membot.queue.worker import StreamWorker
+
+SHARDS = 4
+CLAIM_IDLE = 0.5
+
+
+def text_update(update_id: int, chat: int, text: str = "hi") -> dict[str, object]:
+    message = {"message_id": update_id, "date": 0, "chat": {"id": chat, "type": "private"}}
+    return {"update_id": update_id, "message": {**message, "text": text}}
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Redis]:
+    made = create_client(REDIS_URL, socket_timeout=5.0)
+    yield made
+    await made.aclose()
+
+
+class Recorder:
+    """A handler: records (worker, update) and wakes waiters; `hold` makes it wait."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Entry]] = []
+        self.changed = asyncio.Event()
+        self.hold: asyncio.Event | None = None
+        self.fail: dict[int, int] = {}  # update id -> failures left
+
+    def handler(self, name: str) -> Callable[[Entry], Awaitable[None]]:
+        async def handle(entry: Entry) -> None:
+            if self.fail.get(entry.update_id, 0) > 0:
+                self.fail[entry.update_id] -= 1
+                raise RedisConnectionError("Redis went away")
+            self.seen.append((name, entry))
+            self.changed.set()
+            if self.hold is not None:
+                await self.hold.wait()
+
+        return handle
+
+    async def wait_for(self, count: int, timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout):
+            while len(self.seen) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+    def by_chat(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = defaultdict(list)
+        for _, entry in self.seen:
+            out[entry.chat].append(entry.update_id)
+        return dict(out)
+
+
+def make_worker(client: Redis, prefix: str, name: str, recorder: Recorder) -> StreamWorker:
+    stream = UpdateStream(client, prefix, SHARDS)
+    leases = ShardLeases(client, prefix, name, ttl=CLAIM_IDLE)
+    return StreamWorker(
+        stream, leases, recorder.handler(name), concurrency=16, claim_idle=CLAIM_IDLE
+    )
+
+
+def test_every_shard_goes_to_one_live_worker_and_a_leaver_moves_only_its_own() -> None:
+    three = assign(16, ["a", "b", "c"])
+    assert set(three) == set(range(16)) and set(three.values()) == {"a", "b", "c"}
+    two = assign(16, ["a", "c"])
+    assert all(two[s] == w for s, w in three.items() if w != "b")  # only b's shards moved
+    assert assign(16, []) == {}
+
+
+def test_an_update_is_routed_by_its_chat() -> None:
+    assert chat_of(text_update(1, -100)) == "-100"
+    callback = {
+        "update_id": 2,
+        "callback_query": {
+            "id": "x",
+            "from": {"id": 5},
+            "message": {"message_id": 1, "date": 0, "chat": {"id": 77, "type": "private"}},
+        },
+    }
+    assert chat_of(callback) == "77"
+    assert chat_of({"update_id": 3, "inline_query": {"id": "q", "from": {"id": 9}}}) == "u9"
+
+
+async def test_an_update_is_queued_once_even_when_it_comes_again(
+    client: Redis, prefix: str
+) -> None:
+    stream = UpdateStream(client, prefix, SHARDS)
+    await stream.prepare()
+    assert await stream.publish(text_update(10, 1))
+    assert not await stream.publish(text_update(10, 1))  # Telegram's redelivery
+    entries = await stream.read("w", range(SHARDS), 10, 0)
+    assert [(e.update_id, e.chat) for e in entries] == [(10, "1")]
+    assert json.loads(entries[0].data)["message"]["text"] == "hi"
+    await stream.ack(entries[0])
+    assert await stream.handled(10)
+    assert not await stream.publish(text_update(10, 1))  # handled: still not again
+    assert sum([await client.xlen(stream.key(s)) for s in range(SHARDS)]) == 0
+
+
+async def test_a_process_with_another_shard_count_is_refused(client: Redis, prefix: str) -> None:
+    await UpdateStream(client, prefix, SHARDS).prepare()
+    with pytest.raises(QueueMismatch, match="QUEUE_SHARDS"):
+        await UpdateStream(client, prefix, SHARDS * 2).prepare()
+
+
+async def test_two_workers_share_the_chats_each_in_order_and_none_twice(
+    client: Redis, prefix: str
+) -> None:
+    recorder = Recorder()
+    workers = [make_worker(client, prefix, n, recorder) for n in ("w1", "w2")]
+    for worker in workers:
+        await worker.start()
+    try:
+        stream = workers[0].stream
+        # Let both see each other and split the shards before the load.
+        async with asyncio.timeout(5):
+            for worker in workers:
+                await worker.wait_for_shards()
+        chats = [11, 12, 13, 14, 15, 16, 17, 18]
+        update_id = 100
+        for _ in range(5):
+            for chat in chats:
+                update_id += 1
+                await stream.publish(text_update(update_id, chat))
+        await recorder.wait_for(5 * len(chats))
+    finally:
+        for worker in workers:
+            await worker.stop(grace=5)
+    by_chat = recorder.by_chat()
+    assert all(ids == sorted(ids) and len(ids) == 5 for ids in by_chat.values())
+    assert len({e.update_id for _, e in recorder.seen}) == len(recorder.seen)
+    assert {name for name, _ in recorder.seen} == {"w1", "w2"}  # both worked
+
+
+async def test_a_dead_workers_updates_are_taken_over_in_order_after_claim_idle(
+    client: Redis, prefix: str
+) -> None:
+    recorder = Recorder()
+    recorder.hold = asyncio.Event()  # the first worker hangs in its first turn, then "dies"
+    first = make_worker(client, prefix, "dead", recorder)
+    await first.start()
+    for update_id in (1, 2, 3):
+        await first.stream.publish(text_update(update_id, 42))
+    await recorder.wait_for(1)
+    # Dies without a word, as under kill -9 (tests/e2e/test_scaleout.py kills a real process):
+    # its tasks stop, nothing is released or acknowledged.
+    loop = asyncio.get_running_loop()
+    died = loop.time()
+    first._stop.set()  # (redis-py may swallow a cancel in mid-read: the loop must end too)
+    for task in [*first._tasks, *first._lane_tasks.values()]:
+        task.cancel()
+    await asyncio.gather(*first._tasks, *first._lane_tasks.values(), return_exceptions=True)
+    recorder.hold = None
+    second = make_worker(client, prefix, "heir", recorder)
+    await second.start()
+    try:
+        await recorder.wait_for(4)
+    finally:
+        await second.stop(grace=5)
+    taken = [(name, e.update_id, e.redelivered) for name, e in recorder.seen]
+    assert taken == [("dead", 1, False), ("heir", 1, True), ("heir", 2, True), ("heir", 3, True)]
+    assert loop.time() - died >= CLAIM_IDLE * 0.5  # not before the dead one's lease lapsed
+    assert all([await second.stream.handled(u) for u in (1, 2, 3)])
+
+
+async def test_a_failed_update_is_tried_again_and_the_chat_waits_behind_it(
+    client: Redis, prefix: str
+) -> None:
+    recorder = Recorder()
+    recorder.fail[1] = 2
+    worker = make_worker(client, prefix, "w", recorder)
+    await worker.start()
+    try:
+        for update_id in (1, 2):
+            await worker.stream.publish(text_update(update_id, 7))
+        await recorder.wait_for(2)
+    finally:
+        await worker.stop(grace=5)
+    assert [(e.update_id, e.redelivered) for _, e in recorder.seen] == [(1, True), (2, False)]
+
+
+async def test_a_stopping_worker_finishes_its_turn_and_leaves_the_rest_to_the_next(
+    client: Redis, prefix: str
+) -> None:
+    recorder = Recorder()
+    recorder.hold = asyncio.Event()
+    first = make_worker(client, prefix, "leaving", recorder)
+    await first.start()
+    for update_id in (1, 2, 3):
+        await first.stream.publish(text_update(update_id, 5))
+    await recorder.wait_for(1)
+    stopping = asyncio.create_task(first.stop(grace=10))
+    await asyncio.sleep(0)  # let stop() begin while the turn is in progress
+    assert not stopping.done()
+    recorder.hold.set()
+    await stopping
+    assert await first.stream.handled(1)  # the turn in progress was finished and acknowledged
+    assert not await first.stream.handled(2)
+    recorder.hold = None
+    second = make_worker(client, prefix, "next", recorder)
+    await second.start()  # the shards were released: taken at once, no CLAIM_IDLE wait
+    try:
+        await recorder.wait_for(3, timeout=CLAIM_IDLE * 0.9)
+    finally:
+        await second.stop(grace=5)
+    assert [(n, e.update_id) for n, e in recorder.seen] == [
+        ("leaving", 1),
+        ("next", 2),
+        ("next", 3),
+    ]
