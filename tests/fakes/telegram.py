@@ -27,6 +27,7 @@ from typing import Any, TypedDict, Unpack
 from aiohttp import web
 
 from tests.fakes.server import LocalServer
+from tests.fakes.telegram_webhook import Delivery, WebhookSender
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,12 @@ _CONFLICT = (
     "Conflict: terminated by other getUpdates request; "
     "make sure that only one bot instance is running"
 )
+_WEBHOOK_ACTIVE = (
+    "Conflict: can't use getUpdates method while webhook is active; "
+    "use deleteWebhook to delete the webhook first"
+)
+# Methods that count against Telegram's flood control (see FakeTelegram.flood_control).
+_PACED = frozenset({"sendmessage", "editmessagetext", "sendphoto", "senddocument"})
 _COMMAND_RE = re.compile(r"[a-z0-9_]{1,32}")
 
 
@@ -121,6 +128,7 @@ class SentMessage:
     message_id: int
     raw_text: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    at: float = 0.0  # time.monotonic() when the fake accepted it
 
 
 class MessageOptions(TypedDict, total=False):
@@ -176,6 +184,11 @@ class _Notifier:
     def notify(self) -> None:
         self._event.set()
         self._event = asyncio.Event()
+
+    @property
+    def current(self) -> asyncio.Event:
+        """Set at the next notify()."""
+        return self._event
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float | None) -> bool:
         """Wait until ``predicate()`` is true; returns its final value if the timeout passes."""
@@ -783,6 +796,17 @@ class FakeTelegram(LocalServer):
         self._polling = 0
         self._closing = False
         self._method_table = self._build_method_table()
+        # Webhook: what setWebhook registered, and every delivery attempt.
+        self.webhook_url = ""
+        self.webhook_secret: str | None = None
+        self.webhook_deliveries: list[Delivery] = []
+        self.webhook_retry_delay = 0.05
+        self._webhook_max_connections = 40
+        self._sender: WebhookSender | None = None
+        # Flood control: key -> (theoretical arrival time, interval, tolerance), see _flood.
+        self._flood_rules: dict[str, tuple[float, float]] = {}
+        self._flood_tat: dict[str, float] = {}
+        self.flood_refusals = 0
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -802,6 +826,15 @@ class FakeTelegram(LocalServer):
     @property
     def base_url(self) -> str:
         return self.origin
+
+    async def start(self) -> None:
+        await super().start()
+        if self.webhook_url:
+            self._start_sender()
+
+    async def stop(self) -> None:
+        await self._stop_sender()
+        await super().stop()
 
     # ---- fault injection -------------------------------------------------------------------
 
@@ -826,6 +859,51 @@ class FakeTelegram(LocalServer):
         self._faults.append(
             _Fault(method.lower(), status, description, times, chat_id, retry_after)
         )
+
+    def flood_control(
+        self,
+        *,
+        chat_rate: float = 1.0,
+        chat_burst: int = 3,
+        group_per_minute: float = 20.0,
+        bot_rate: float = 30.0,
+        slack: float = 0.05,
+    ) -> None:
+        """Answer 429 with ``retry_after`` to sends beyond these limits, as Telegram does:
+        ``chat_rate`` messages per second per chat after a burst of ``chat_burst``, also
+        ``group_per_minute`` per group and ``bot_rate`` per second in all. ``slack`` seconds
+        of tolerance absorb the clock of whoever paces the bot."""
+        self._flood_rules = {
+            "chat": (1.0 / chat_rate, (chat_burst - 1) / chat_rate + slack),
+            "group": (60.0 / group_per_minute, (chat_burst - 1) * 60.0 / group_per_minute + slack),
+            "bot": (1.0 / bot_rate, (bot_rate - 1) / bot_rate + slack),
+        }
+        self._flood_tat.clear()
+
+    def _flood(self, method: str, params: dict[str, Any]) -> None:
+        """GCRA over each limit that applies; all must allow the send, or none is counted."""
+        if not self._flood_rules or method.lower() not in _PACED:
+            return
+        chat_id = _chat_id(params)
+        keys = [("chat", f"chat:{chat_id}"), ("bot", "bot")]
+        if chat_id < 0:
+            keys.append(("group", f"group:{chat_id}"))
+        now = time.monotonic()
+        wait = 0.0
+        for rule, key in keys:
+            interval, tolerance = self._flood_rules[rule]
+            tat = max(self._flood_tat.get(key, now), now)
+            wait = max(wait, tat - now - tolerance)
+        if wait > 0:
+            self.flood_refusals += 1
+            raise _ApiError(
+                429,
+                f"Too Many Requests: retry after {max(1, round(wait + 0.5))}",
+                retry_after=max(1, round(wait + 0.5)),
+            )
+        for rule, key in keys:
+            interval, _ = self._flood_rules[rule]
+            self._flood_tat[key] = max(self._flood_tat.get(key, now), now) + interval
 
     def reject_entities_when(self, predicate: Callable[[dict[str, Any]], bool] | None) -> None:
         """Answer 400 "can't parse entities" to formatted sendMessage calls matching predicate.
@@ -1126,6 +1204,7 @@ class FakeTelegram(LocalServer):
             fault = self._take_fault(canonical, params)
             if fault is not None:
                 raise _ApiError(fault.status, fault.description, fault.retry_after)
+            self._flood(canonical, params)
             if handler is None:
                 raise _ApiError(404, "Not Found: method not found")
             result = await handler[1](params)
@@ -1204,6 +1283,7 @@ class FakeTelegram(LocalServer):
         table: Iterable[tuple[str, _Method]] = (
             ("getMe", self._get_me),
             ("getUpdates", self._get_updates),
+            ("setWebhook", self._set_webhook),
             ("deleteWebhook", self._delete_webhook),
             ("getWebhookInfo", self._get_webhook_info),
             ("sendMessage", self._send_message),
@@ -1224,19 +1304,74 @@ class FakeTelegram(LocalServer):
     async def _get_me(self, params: dict[str, Any]) -> dict[str, Any]:
         return dict(self.bot_user)
 
+    async def _set_webhook(self, params: dict[str, Any]) -> bool:
+        url = params.get("url")
+        if not isinstance(url, str):
+            raise _ApiError(400, "Bad Request: url is required")
+        if not url:
+            return await self._delete_webhook(params)  # Telegram: an empty url removes it
+        # Telegram requires https; the fake also takes http, for servers on 127.0.0.1.
+        if not url.startswith(("https://", "http://")):
+            raise _ApiError(400, "Bad Request: bad webhook: An HTTPS URL must be provided")
+        secret = params.get("secret_token") or None
+        if secret is not None and not re.fullmatch(r"[A-Za-z0-9_-]{1,256}", str(secret)):
+            raise _ApiError(400, "Bad Request: secret token contains unallowed characters")
+        if _opt_bool(params, "drop_pending_updates"):
+            self._updates.clear()
+        self._webhook_max_connections = _opt_int(params, "max_connections") or 40
+        await self._stop_sender()
+        self.webhook_url, self.webhook_secret = url, secret
+        self._start_sender()
+        self._poll_generation += 1  # a waiting getUpdates ends with a conflict
+        self._notifier.notify()
+        return True
+
     async def _delete_webhook(self, params: dict[str, Any]) -> bool:
+        await self._stop_sender()
+        self.webhook_url, self.webhook_secret = "", None
         if _opt_bool(params, "drop_pending_updates"):
             self._updates.clear()
         return True
 
     async def _get_webhook_info(self, params: dict[str, Any]) -> dict[str, Any]:
         return {
-            "url": "",
+            "url": self.webhook_url,
             "has_custom_certificate": False,
             "pending_update_count": len(self._updates),
+            "max_connections": self._webhook_max_connections,
         }
 
+    def _start_sender(self) -> None:
+        self._sender = WebhookSender(
+            url=self.webhook_url,
+            secret=self.webhook_secret,
+            max_connections=self._webhook_max_connections,
+            retry_delay=self.webhook_retry_delay,
+            pending=lambda: list(self._updates),
+            delivered=self._webhook_delivered,
+            failed=self._webhook_failed,
+            changed=lambda: self._notifier.current,
+            notify=self._notifier.notify,
+        )
+        self._sender.start()
+
+    async def _stop_sender(self) -> None:
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            await sender.stop()
+
+    def _webhook_delivered(self, update_id: int, status: int) -> None:
+        self.webhook_deliveries.append(Delivery(update_id, status))
+        self._updates = [u for u in self._updates if int(u["update_id"]) != update_id]
+        self._notifier.notify()
+
+    def _webhook_failed(self, update_id: int, status: int) -> None:
+        self.webhook_deliveries.append(Delivery(update_id, status))
+        self._notifier.notify()
+
     async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook_url:
+            raise _ApiError(409, _WEBHOOK_ACTIVE)
         offset = _opt_int(params, "offset")
         limit = min(max(_opt_int(params, "limit") or 100, 1), 100)
         timeout = max(_opt_int(params, "timeout") or 0, 0)
@@ -1314,6 +1449,7 @@ class FakeTelegram(LocalServer):
                 message_id=int(message["message_id"]),
                 raw_text=raw,
                 params=params,
+                at=time.monotonic(),
             )
         )
         return message

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import aiohttp.web
 import openai
 import pytest
 import telegramify_markdown
@@ -249,6 +250,61 @@ async def test_fault_injection(tg: FakeTelegram, bot: Bot) -> None:
         await bot.send_message(7, "x", reply_parameters=ReplyParameters(message_id=999))
     assert [m.text for m in tg.messages_to(7)] == ["x", "bold"]
     assert [e[0] for e in tg.errors] == ["sendMessage"] * 3
+
+
+async def test_flood_control_refuses_a_burst_beyond_the_limit(tg: FakeTelegram, bot: Bot) -> None:
+    tg.flood_control(chat_rate=1.0, chat_burst=3)
+    for _ in range(3):
+        await bot.send_message(7, "x")
+    with pytest.raises(TelegramRetryAfter) as retry:
+        await bot.send_message(7, "x")
+    assert retry.value.retry_after >= 1
+    await bot.send_message(8, "another chat is not held up")
+    assert tg.flood_refusals == 1
+    assert len(tg.messages_to(7)) == 3
+
+
+async def test_webhook_delivers_with_the_secret_and_retries_until_2xx(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    seen: list[tuple[int, str | None]] = []
+    refuse = {"times": 1}
+
+    async def hook(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        update = await request.json()
+        seen.append((update["update_id"], request.headers.get("X-Telegram-Bot-Api-Secret-Token")))
+        if refuse["times"]:
+            refuse["times"] -= 1
+            return aiohttp.web.Response(status=503)
+        return aiohttp.web.Response(status=200)
+
+    app = aiohttp.web.Application()
+    app.router.add_post("/hook", hook)
+    runner = aiohttp.web.AppRunner(app)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        first = tg.push_text(7, "one")
+        second = tg.push_text(7, "two")
+        await bot.set_webhook(f"http://127.0.0.1:{port}/hook", secret_token="s3cret")
+        with pytest.raises(TelegramConflictError, match="webhook is active"):
+            await bot.get_updates(timeout=0)
+        await tg.wait_until(lambda: tg.pending_updates() == 0, what="both delivered")
+        # The refused first update came again, and the chat's second waited behind it.
+        assert seen == [(first, "s3cret"), (first, "s3cret"), (second, "s3cret")]
+        assert [(d.update_id, d.status) for d in tg.webhook_deliveries] == [
+            (first, 503),
+            (first, 200),
+            (second, 200),
+        ]
+        assert (await bot.get_webhook_info()).url.endswith("/hook")
+        await bot.delete_webhook()
+        tg.push_text(7, "three")
+        assert [u.message.text for u in await bot.get_updates(timeout=0) if u.message] == ["three"]
+    finally:
+        await runner.cleanup()
 
 
 async def test_commands_actions_and_unknown_methods(tg: FakeTelegram, bot: Bot) -> None:

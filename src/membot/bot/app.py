@@ -27,7 +27,9 @@ from membot.bot import texts
 from membot.bot.handlers import build_routers
 from membot.bot.inbox import Inbox, InboxMiddleware, JournalUpdates
 from membot.bot.middlewares import AccessMiddleware, ChatSequencer
+from membot.bot.throttle import Throttle
 from membot.config import Settings
+from membot.ratelimit import build_limits
 from membot.wiring import Core, build_core, shutdown_grace
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ class MembotApp:
             session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
+        # Telegram's limits on sending: shared by every process through Redis with QUEUE=redis.
+        self.bot.session.middleware(Throttle(build_limits(settings, self.core.redis)))
         self.inbox = Inbox(settings.data_dir)
         self.queue: QueueFront | None = None
         if settings.queue == "redis":

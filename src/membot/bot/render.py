@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import telegramify_markdown
 from aiogram import Bot
-from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import Message, MessageEntity, ReplyParameters
 
 log = logging.getLogger(__name__)
 
 TELEGRAM_LIMIT = 4096
-MAX_RETRY_AFTER = 30.0
-MAX_FLOOD_RETRIES = 2
 # Telegram applies at most 100 entities per message; more are an error in some clients.
 MAX_ENTITIES = 100
 
@@ -182,9 +179,8 @@ async def _send_part(
     bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None, thread_id: int | None
 ) -> None:
     entities = [MessageEntity(**e) for e in part.entities] or None
-    floods = 0
     # Ends: a send succeeds, or raises; the plain-text fallback happens at most once (then
-    # entities is None) and flood waits at most MAX_FLOOD_RETRIES times.
+    # entities is None). Flood control (429) is waited out by bot/throttle.py.
     while True:
         try:
             await bot.send_message(
@@ -196,12 +192,6 @@ async def _send_part(
                 parse_mode=None,
             )
             return
-        except TelegramRetryAfter as exc:
-            floods += 1
-            if floods > MAX_FLOOD_RETRIES or exc.retry_after > MAX_RETRY_AFTER:
-                raise
-            log.warning("chat %s: flood control, retrying in %ss", chat_id, exc.retry_after)
-            await asyncio.sleep(exc.retry_after)
         except TelegramBadRequest as exc:
             if entities is None:
                 raise

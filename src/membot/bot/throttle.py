@@ -1,0 +1,72 @@
+"""Pacing of what the bot sends (see membot.ratelimit), as an aiogram request middleware:
+every call that puts a message in a chat waits for its turn under Telegram's limits, and a
+429 pauses the chat (for every process, with QUEUE=redis) and is sent again after the pause.
+No answer is dropped because of a limit; it waits."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from aiogram import methods
+from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
+from aiogram.exceptions import TelegramRetryAfter
+from aiogram.methods.base import TelegramType
+
+if TYPE_CHECKING:
+    from aiogram import Bot
+    from aiogram.methods import TelegramMethod
+    from aiogram.methods.base import Response
+
+    from membot.ratelimit import Limits
+
+log = logging.getLogger(__name__)
+
+# What Telegram's flood control counts: messages that appear in a chat. Typing indicators,
+# reads (getChatAdministrators, ...) and callback answers are not paced.
+PACED: tuple[type[Any], ...] = (
+    methods.SendMessage,
+    methods.EditMessageText,
+    methods.EditMessageReplyMarkup,
+    methods.EditMessageCaption,
+    methods.SendPhoto,
+    methods.SendDocument,
+    methods.SendVoice,
+    methods.SendSticker,
+    methods.SendMediaGroup,
+    methods.CopyMessage,
+    methods.ForwardMessage,
+)
+
+
+def paced_chat(method: object) -> int | None:
+    if not isinstance(method, PACED):
+        return None
+    chat_id = getattr(method, "chat_id", None)
+    return chat_id if isinstance(chat_id, int) else None
+
+
+class Throttle(BaseRequestMiddleware):
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    async def __call__(
+        self,
+        make_request: NextRequestMiddlewareType[TelegramType],
+        bot: Bot,
+        method: TelegramMethod[TelegramType],
+    ) -> Response[TelegramType]:
+        chat_id = paced_chat(method)
+        if chat_id is None:
+            return await make_request(bot, method)
+        while True:
+            await self.limits.acquire(chat_id)
+            try:
+                return await make_request(bot, method)
+            except TelegramRetryAfter as exc:
+                log.warning(
+                    "Telegram flood control for chat %s: pausing it %ss, then sending again",
+                    chat_id,
+                    exc.retry_after,
+                )
+                await self.limits.pause(chat_id, exc.retry_after)
