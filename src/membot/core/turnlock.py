@@ -105,6 +105,8 @@ class RedisTurnLocks:
 
     async def _acquire(self, lock: Lock, cid: ConversationId, token: str, *, wait: bool) -> bool:
         if self.health is None:
+            # A failure here propagates (QUEUE=redis: the update is tried again later).
+            await self._release_orphan(self.key(cid))
             return bool(await lock.acquire(blocking=wait, token=token))
         from redis.exceptions import RedisError
 
@@ -134,11 +136,11 @@ class RedisTurnLocks:
             # hold it now, and theirs is not ours to release.
             log.warning("%s: the turn lock had expired before the turn ended", cid)
         except (RedisError, TimeoutError, OSError) as exc:
+            # Released when the conversation's next turn comes (in this process), not left
+            # to block it until it expires.
+            self._orphans[self.key(cid)] = (lock, token)
             if self.health is None:
                 raise
-            # Released when the conversation's next turn comes, not left to block it until
-            # it expires.
-            self._orphans[self.key(cid)] = (lock, token)
             self.health.failed(exc)
 
     async def _release_orphan(self, name: str) -> None:
