@@ -51,6 +51,11 @@ def make_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> Callable[..
             "openrouter_model": "test/model",
             "data_dir": data_dir,
             "llm_timeout": 5.0,
+            # Telegram's pace would make every test of a few messages in one chat wait about
+            # a second per message; tests/e2e/test_rate_limits.py sets its own.
+            "telegram_chat_rate": 1000.0,
+            "telegram_chat_burst": 100,
+            "telegram_group_rate": 60_000.0,
         }
         values.update(overrides)
         return load_settings(_env_file=None, **values)

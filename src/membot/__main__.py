@@ -1,5 +1,5 @@
-"""`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `migrate`
-(also `python -m membot`)."""
+"""`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `migrate` /
+`usage` (also `python -m membot`)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     migrate.add_argument(
         "--overwrite", action="store_true", help="replace conversations the target holds otherwise"
     )
+    usage = sub.add_parser(
+        "usage", help="tokens and cost per user and per chat (reads the storage, needs no tokens)"
+    )
+    usage.add_argument("--since", metavar="DATE", help="first UTC day, default: this month's 1st")
+    usage.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     command = args.command or "run"
 
@@ -61,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         from membot.memory.migrate import run_migrate  # redis-py only where it is used
 
         return run_migrate(args.source, args.target, overwrite=args.overwrite)
+
+    if command == "usage":
+        from membot.usage.cli import run_usage
+
+        return run_usage(args.since, as_json=args.json)
 
     if command == "search":
         # Before load_settings: searching needs no Telegram or OpenRouter tokens.

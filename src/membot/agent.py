@@ -136,7 +136,8 @@ class Agent:
                     *self._sections[offered],
                     *([plan.system_note()] if plan else []),
                 ],
-                system_prompt=opts.system_prompt,
+                # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
+                system_prompt=opts.system_prompt or before.persona,
             )
 
         messages = [system(plan), *window, to_chat_message(user, group=incoming.group)]
@@ -148,6 +149,8 @@ class Agent:
             consultation=switch,
             facts=facts,
         )
+        if before.model is not None and (opts.call is None or opts.call.model is None):
+            opts = replace(opts, call=replace(opts.call or CallOptions(), model=before.model))
         produced, response = await self._run(messages, sink, tool_ctx, plan, system, opts, switch)
         if switch is not None and switch.plan is not None:
             plan = switch.plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -63,7 +64,10 @@ class Settings(BaseSettings):
     telegram_api_base: str = "https://api.telegram.org"
     openrouter_api_key: SecretStr = Field(min_length=1)
     openrouter_base_url: str = "https://openrouter.ai/api/v1"
-    openrouter_model: str = Field(default="openrouter/auto", min_length=1)
+    # The default model: OPENROUTER_MODEL when set, else the first of MODELS (`default_model`).
+    openrouter_model: str | None = None
+    # The models users may choose per chat with /model.
+    models: Annotated[tuple[str, ...], NoDecode] = ()
     data_dir: Path = Path("data")
     window_size: int = Field(default=20, ge=1, le=500)
     summary_every: int = Field(default=20, ge=2, le=10_000)
@@ -72,6 +76,13 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(default=60.0, gt=0, le=600)
     enable_retry: bool = False
     allowed_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    # Exempt from budgets and the rate limit; may change a group's model and persona.
+    admin_user_ids: Annotated[frozenset[int], NoDecode] = frozenset()
+    # Per user, in the provider's currency (exact decimals); None: no budget. UTC periods.
+    user_daily_budget: Decimal | None = Field(default=None, ge=0, max_digits=20)
+    user_monthly_budget: Decimal | None = Field(default=None, ge=0, max_digits=20)
+    # Messages to the model per user in any 60 seconds; None: no limit.
+    user_rate_limit: int | None = Field(default=None, ge=1, le=100_000)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     tool_mode: Literal["native", "hermes"] = "native"
     tool_max_iterations: int = Field(default=10, ge=1, le=50)
@@ -151,7 +162,48 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value
 
-    @field_validator("allowed_user_ids", mode="before")
+    @field_validator(
+        "openrouter_model",
+        "user_daily_budget",
+        "user_monthly_budget",
+        "user_rate_limit",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        # `NAME=` in .env means "not set".
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("openrouter_model")
+    @classmethod
+    def _model_id(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or " " in value or "," in value):
+            raise ValueError("must be one model id without spaces, e.g. openai/gpt-4o-mini")
+        return value
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _parse_models(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [p.strip() for p in value.split(",") if p.strip()]
+        models = tuple(dict.fromkeys(value))
+        if any(not isinstance(m, str) or not m or any(c.isspace() for c in m) for m in models):
+            raise ValueError("must be a comma-separated list of model ids")
+        return models
+
+    @property
+    def default_model(self) -> str:
+        """OPENROUTER_MODEL when set, else the first of MODELS, else openrouter/auto."""
+        return self.openrouter_model or (self.models[0] if self.models else "openrouter/auto")
+
+    @property
+    def model_choices(self) -> tuple[str, ...]:
+        """What /model offers: MODELS, with OPENROUTER_MODEL first when MODELS lacks it."""
+        if self.default_model in self.models:
+            return self.models
+        return (self.default_model, *self.models)
+
+    @field_validator("allowed_user_ids", "admin_user_ids", mode="before")
     @classmethod
     def _parse_ids(cls, value: Any) -> Any:
         # Comma-separated in the environment ("123, 456"); empty means open to everyone.
@@ -250,6 +302,10 @@ class Settings(BaseSettings):
             value = getattr(self, name)
             if name == "tools":
                 shown = ",".join(self.enabled_tools) or "(none)"
+            elif name == "openrouter_model" and value is None:
+                shown = f"(not set: {self.default_model})"
+            elif name == "models":
+                shown = ",".join(value) or "(none)"
             elif value is None:
                 shown = "(not set)"
             elif isinstance(value, SecretStr):

@@ -21,6 +21,9 @@ from membot.memory.base import ChatRepository, Degradable
 from membot.memory.files import FileRepository
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
+from membot.usage import MeteredModel, Quota, UsageLedger, utc_now
+from membot.usage.build import build_usage
+from membot.usage.ledger import Clock
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -51,7 +54,7 @@ def build_model(settings: Settings) -> ChatModel:
     return OpenAIChatModel(
         api_key=settings.openrouter_api_key.get_secret_value(),
         base_url=settings.openrouter_base_url,
-        model=settings.openrouter_model,
+        model=settings.default_model,
         timeout=settings.llm_timeout,
         retries=LLM_RETRIES if settings.enable_retry else 0,
     )
@@ -145,6 +148,8 @@ class Core:
     tasks: TaskSupervisor
     agent: Agent
     service: ConversationService
+    ledger: UsageLedger
+    quota: Quota
     # The repository's Redis client when the storage is Redis (shared limits, the queue).
     redis: Redis | None = None
 
@@ -159,6 +164,7 @@ class Core:
         await self.service.wait_idle(shutdown_grace(self.settings))
         await self.tasks.close()
         await self.model.close()
+        await self.ledger.close()
         await self.repository.close()
 
 
@@ -167,11 +173,16 @@ def build_core(
     *,
     model: ChatModel | None = None,
     repository: ChatRepository | None = None,
+    clock: Clock = utc_now,
 ) -> Core:
     """Build the core from the settings; `model` and `repository` replace the configured ones
-    (a scripted model, the in-memory backend)."""
-    model = model or build_model(settings)
+    (a scripted model, the in-memory backend), `clock` the time budgets are counted in."""
     repository = repository or build_repository(settings)
+    redis = _redis_client(repository)
+    health = repository if isinstance(repository, Degradable) else None
+    ledger, quota = build_usage(settings, redis, clock, health)
+    # Every call, summaries and tool rounds included, is charged to the turn's user and chat.
+    model = MeteredModel(model or build_model(settings), ledger, clock)
     tasks = TaskSupervisor()
     agent = build_agent(settings, model, repository, tasks)
     service = ConversationService(
@@ -180,8 +191,9 @@ def build_core(
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
         turn_locks=_turn_locks(settings, repository),
+        quota=quota,
     )
-    return Core(settings, model, repository, tasks, agent, service, _redis_client(repository))
+    return Core(settings, model, repository, tasks, agent, service, ledger, quota, redis)
 
 
 def _redis_client(repository: ChatRepository) -> Redis | None:

@@ -61,6 +61,9 @@ async def test_answers_a_message_and_remembers_it(
         "summary",
         "memory",
         "language",
+        "model",
+        "persona",
+        "usage",
         "reset",
     ]
 

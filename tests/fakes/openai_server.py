@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from http import HTTPStatus
 from typing import Any
 
@@ -202,6 +203,11 @@ class FakeLLM(LocalServer):
         # Answer 400 to requests carrying an openrouter:* server tool, as a provider without
         # server tool support does.
         self.refuse_server_tools = refuse_server_tools
+        # OpenRouter reports each call's cost in `usage.cost`: set a price per token or per
+        # call (decimal strings) to report one; neither reports no cost, as some providers do.
+        self.price_per_token: str | None = None
+        self.cost_per_call: str | None = None
+        self.cached_tokens = 0  # reported in usage.prompt_tokens_details
         self.requests: list[dict[str, Any]] = []
         # Parsed bodies answered 4xx by validation or refuse_server_tools (not in requests).
         self.rejected_requests: list[dict[str, Any]] = []
@@ -435,8 +441,15 @@ class FakeLLM(LocalServer):
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
             },
         }
+        if self.price_per_token is not None or self.cost_per_call is not None:
+            cost = Decimal(self.cost_per_call or 0) + Decimal(self.price_per_token or 0) * (
+                prompt_tokens + completion_tokens
+            )
+            # A JSON number, as OpenRouter sends it (its shortest repr is exact here).
+            completion["usage"]["cost"] = float(cost)
         return web.json_response(completion, headers=reply.headers)
 
     @staticmethod

@@ -807,6 +807,11 @@ class FakeTelegram(LocalServer):
         self._flood_rules: dict[str, tuple[float, float]] = {}
         self._flood_tat: dict[str, float] = {}
         self.flood_refusals = 0
+        # Buttons: answers to callback queries, message edits, and each group's administrators.
+        self.callback_answers: list[dict[str, Any]] = []
+        self.edits: list[dict[str, Any]] = []
+        self._admins: dict[int, list[int]] = {}
+        self._callback_ids = itertools.count(1)
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -1027,6 +1032,27 @@ class FakeTelegram(LocalServer):
             "file_size": 6_000 * duration,
         }
         return self.push_update({"message": message})
+
+    def push_callback(
+        self, chat_id: int, message_id: int, data: str, **options: Unpack[MessageOptions]
+    ) -> int:
+        """A user pressed a button (with ``data``) under the bot's message ``message_id``."""
+        message = self._messages.get(chat_id, {}).get(message_id)
+        if message is None:
+            raise ValueError(f"chat {chat_id} has no message {message_id}")
+        user = self._incoming(chat_id, options)["from"]
+        query = {
+            "id": f"cbq-{next(self._callback_ids)}",
+            "from": user,
+            "message": message,
+            "chat_instance": f"ci-{chat_id}",
+            "data": data,
+        }
+        return self.push_update({"callback_query": query})
+
+    def set_admins(self, chat_id: int, user_ids: list[int]) -> None:
+        """The group's administrators, as getChatAdministrators reports them (first: owner)."""
+        self._admins[chat_id] = list(user_ids)
 
     # ---- inspection and waiting ------------------------------------------------------------
 
@@ -1288,6 +1314,9 @@ class FakeTelegram(LocalServer):
             ("getWebhookInfo", self._get_webhook_info),
             ("sendMessage", self._send_message),
             ("sendChatAction", self._send_chat_action),
+            ("getChatAdministrators", self._get_chat_administrators),
+            ("answerCallbackQuery", self._answer_callback_query),
+            ("editMessageText", self._edit_message_text),
             ("setMyCommands", self._set_my_commands),
             ("getMyCommands", self._get_my_commands),
             ("deleteMyCommands", self._delete_my_commands),
@@ -1483,6 +1512,60 @@ class FakeTelegram(LocalServer):
         self.actions.append((chat_id, str(action)))
         self.action_params.append(params)
         return True
+
+    async def _get_chat_administrators(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        chat_id = _chat_id(params)
+        if chat_id > 0:
+            raise _ApiError(400, "Bad Request: there are no administrators in the private chat")
+        members: list[dict[str, Any]] = []
+        for n, user_id in enumerate(self._admins.get(chat_id, [])):
+            user = {"id": user_id, "is_bot": False, "first_name": f"Admin {user_id}"}
+            if n == 0:
+                members.append({"status": "creator", "user": user, "is_anonymous": False})
+                continue
+            rights = [
+                "can_be_edited",
+                "can_manage_chat",
+                "can_delete_messages",
+                "can_manage_video_chats",
+                "can_restrict_members",
+                "can_promote_members",
+                "can_change_info",
+                "can_invite_users",
+                "can_post_stories",
+                "can_edit_stories",
+                "can_delete_stories",
+                "can_send_welcome_messages",
+            ]
+            members.append(
+                {"status": "administrator", "user": user, "is_anonymous": False}
+                | dict.fromkeys(rights, n == 1)
+            )
+        return members
+
+    async def _answer_callback_query(self, params: dict[str, Any]) -> bool:
+        if not params.get("callback_query_id"):
+            raise _ApiError(400, "Bad Request: query is too old or query ID is invalid")
+        self.callback_answers.append(params)
+        return True
+
+    async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat_id = _chat_id(params)
+        message_id = _opt_int(params, "message_id")
+        message = self._messages.get(chat_id, {}).get(message_id or 0)
+        if message is None:
+            raise _ApiError(400, "Bad Request: message to edit not found")
+        if message.get("from", {}).get("id") != BOT_ID:
+            raise _ApiError(400, "Bad Request: message can't be edited")
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise _ApiError(400, "Bad Request: message text is empty")
+        message["text"] = text
+        markup = params.get("reply_markup")
+        if isinstance(markup, dict):
+            message["reply_markup"] = markup
+        self.edits.append(params)
+        return message
 
     def commands_for(self, language_code: str = "") -> list[dict[str, Any]]:
         """The menu registered for the default scope and this language ("" = all)."""

@@ -110,7 +110,7 @@ def test_check_config_prints_settings_with_secrets_masked(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "WINDOW_SIZE=8" in out and "ALLOWED_USER_IDS=3,7" in out
-    assert "OPENROUTER_MODEL=openrouter/auto" in out
+    assert "OPENROUTER_MODEL=(not set: openrouter/auto)" in out
     assert BASE_ENV["TELEGRAM_BOT_TOKEN"] not in out
     assert BASE_ENV["OPENROUTER_API_KEY"] not in out
 
@@ -126,7 +126,7 @@ def test_env_file_is_read(tmp_path: Path) -> None:
 
 def test_defaults() -> None:
     settings = load_settings(_env_file=None, **{k.lower(): v for k, v in BASE_ENV.items()})
-    assert settings.openrouter_model == "openrouter/auto"
+    assert settings.default_model == "openrouter/auto"
     assert settings.window_size == 20 and settings.summary_every == 20
     assert settings.allowed_user_ids == frozenset()
     assert settings.enable_retry is False

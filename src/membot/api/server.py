@@ -300,7 +300,7 @@ async def serve_forever(settings: Settings, on_ready: Callable[[], object] | Non
         log.info(
             "membot api started on %s: model=%s data_dir=%s",
             server.url,
-            settings.openrouter_model,
+            settings.default_model,
             settings.data_dir,
         )
         await _until_signalled()

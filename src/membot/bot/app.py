@@ -25,6 +25,7 @@ from aiogram.types import BotCommand, LinkPreviewOptions, Update
 
 from membot.bot import texts
 from membot.bot.handlers import build_routers
+from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.inbox import Inbox, InboxMiddleware, JournalUpdates
 from membot.bot.middlewares import AccessMiddleware, ChatSequencer
 from membot.bot.throttle import Throttle
@@ -99,6 +100,9 @@ class MembotApp:
             settings=settings,
             service=self.service,
             repository=self.repository,
+            ledger=self.core.ledger,
+            quota=self.core.quota,
+            admins=ChatAdmins(settings.admin_user_ids),
         )
         self.sequencer = ChatSequencer(self.dispatcher, self.service)
         self.dispatcher.update.outer_middleware(self.sequencer)
@@ -109,7 +113,9 @@ class MembotApp:
             self.dispatcher.update.outer_middleware(self.queue.repeats)
         else:
             self.dispatcher.update.outer_middleware(InboxMiddleware(self.inbox))
-        self.dispatcher.message.middleware(AccessMiddleware(settings.allowed_user_ids))
+        access = AccessMiddleware(settings.allowed_user_ids)
+        self.dispatcher.message.middleware(access)
+        self.dispatcher.callback_query.middleware(access)
         self.dispatcher.include_routers(*build_routers())
         self.dispatcher.startup.register(self._on_startup)
         self.dispatcher.shutdown.register(self._on_shutdown)
@@ -153,7 +159,7 @@ class MembotApp:
             self.role,
             self.settings.queue,
             self.settings.telegram_mode,
-            self.settings.openrouter_model,
+            self.settings.default_model,
             self.settings.data_dir,
             self.settings.window_size,
             self.settings.summary_every,

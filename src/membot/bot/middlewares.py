@@ -8,7 +8,7 @@ from typing import Any
 
 from aiogram import BaseMiddleware, Router
 from aiogram.dispatcher.middlewares.error import ErrorsMiddleware
-from aiogram.types import Chat, Message, TelegramObject
+from aiogram.types import CallbackQuery, Chat, Message, TelegramObject
 
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
@@ -47,7 +47,7 @@ class ChatSequencer(BaseMiddleware):
 
 
 class AccessMiddleware(BaseMiddleware):
-    """Inner message middleware (runs only once a handler matched): the allowlist.
+    """Inner message and callback query middleware (runs once a handler matched): the allowlist.
 
     Being inner, it never answers group chatter that was not addressed to the bot.
     """
@@ -56,7 +56,15 @@ class AccessMiddleware(BaseMiddleware):
         self.allowed = allowed_user_ids
 
     async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        if not self.allowed or not isinstance(event, Message):
+        if not self.allowed:
+            return await handler(event, data)
+        if isinstance(event, CallbackQuery):  # a button of the bot's (/model's) pressed
+            if event.from_user.id not in self.allowed:
+                log.info("refused user %s pressing a button", event.from_user.id)
+                await event.answer(NOT_ALLOWED, show_alert=True)
+                return None
+            return await handler(event, data)
+        if not isinstance(event, Message):
             return await handler(event, data)
         user = event.from_user
         if user is None or user.id not in self.allowed:

@@ -21,6 +21,7 @@ from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.models import ConversationState
+from membot.usage import OverLimit, Quota, charged_to
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,14 @@ class ConversationService:
         consult_rounds: int,
         max_rounds: int,
         turn_locks: TurnLocks | None = None,
+        quota: Quota | None = None,
     ) -> None:
         self.agent = agent
         self.repository = repository
         # Across processes (STORAGE=redis): taken once the local lock is held.
         self.turn_locks = turn_locks
+        self.quota = quota
+        self._quota_failing = False
         self.consult_rounds = consult_rounds
         self.max_rounds = max_rounds
         self._locks = KeyedLocks()
@@ -118,11 +122,30 @@ class ConversationService:
     async def state(self, cid: ConversationId) -> ConversationState:
         return (await self.repository.get_meta(cid)).state
 
+    async def admit(self, incoming: Incoming) -> None:
+        """Raise OverLimit when the user may not send this message to the model now (a
+        budget is spent, or the rate limit reached); otherwise it is counted. Front doors
+        call it before anything is sent or stored. A ledger that cannot be read lets the
+        message through (logged once): an outage must not silence the bot."""
+        if self.quota is None:
+            return
+        try:
+            await self.quota.admit(incoming.user_id)
+        except OverLimit:
+            raise
+        except Exception as exc:  # the ledger's storage failed
+            if not self._quota_failing:
+                log.warning("limits: not checked, the usage ledger failed (%s)", type(exc).__name__)
+            self._quota_failing = True
+        else:
+            self._quota_failing = False
+
     async def say(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
     ) -> TurnResult:
         """A message in whatever mode the conversation is: a chat turn or the next round."""
-        return await self.agent.respond(incoming, sink, options)
+        with charged_to(incoming.user_id, incoming.conversation):
+            return await self.agent.respond(incoming, sink, options)
 
     async def consult(self, incoming: Incoming, rounds: int | None, sink: ReplySink) -> TurnResult:
         """Start a consultation of `rounds` (default CONSULT_ROUNDS) on this request; the
@@ -130,7 +153,8 @@ class ConversationService:
         n = self.consult_rounds if rounds is None else rounds
         if not 1 <= n <= self.max_rounds:
             raise ValueError(f"rounds must be from 1 to {self.max_rounds}")
-        result = await self.agent.respond(incoming, sink, TurnOptions(start=n))
+        with charged_to(incoming.user_id, incoming.conversation):
+            result = await self.agent.respond(incoming, sink, TurnOptions(start=n))
         log.info("%s: consultation started, %d rounds", incoming.conversation, n)
         return result
 
@@ -138,7 +162,8 @@ class ConversationService:
         """The final answer now, in the current round; None outside a consultation."""
         if not (await self.state(incoming.conversation)).consulting:
             return None
-        return await self.agent.respond(incoming, sink, TurnOptions(finish=True))
+        with charged_to(incoming.user_id, incoming.conversation):
+            return await self.agent.respond(incoming, sink, TurnOptions(finish=True))
 
     async def cancel(self, cid: ConversationId) -> ConversationState | None:
         """End the consultation without an answer; the state it had, or None if none."""
@@ -154,12 +179,24 @@ class ConversationService:
         """Set the conversation's language by hand (/language); it is not detected again.
         Raises StorageUnavailable while the storage is unreachable: the state read then is a
         stand-in, and writing it back would replace the conversation's real one."""
+        return await self._set(cid, language=language)
+
+    async def set_model(self, cid: ConversationId, model: str | None) -> ConversationState:
+        """The chat's own model (/model); None: the default. Like set_language, refused
+        with StorageUnavailable while the storage cannot be read."""
+        return await self._set(cid, model=model)
+
+    async def set_persona(self, cid: ConversationId, persona: str | None) -> ConversationState:
+        """The chat's own system prompt (/persona); None: SYSTEM_PROMPT again."""
+        return await self._set(cid, persona=persona)
+
+    async def _set(self, cid: ConversationId, **changes: str | None) -> ConversationState:
         meta = await self.repository.get_meta(cid)
         if meta.degraded:
             raise StorageUnavailable(f"{cid}: the conversation's state cannot be read now")
-        state = replace(meta.state, language=language)
+        state = replace(meta.state, **changes)  # type: ignore[arg-type]
         await self.repository.set_state(cid, state)
-        log.info("%s: language set to %s", cid, language)
+        log.info("%s: %s changed", cid, ", ".join(changes))
         return state
 
     async def reset(self, cid: ConversationId) -> ConversationState:

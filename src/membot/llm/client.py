@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
 import aiohttp
@@ -28,8 +29,37 @@ ChatMessage = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """A call's tokens, and its cost as the provider reported it (OpenRouter's `usage.cost`,
+    in its credits); None when the provider reports none."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: Decimal | None = None
+
+    @classmethod
+    def of(cls, completion: ChatCompletion) -> Usage:
+        usage = completion.usage
+        if usage is None:
+            return cls()
+        details = usage.prompt_tokens_details
+        return cls(
+            prompt_tokens=usage.prompt_tokens or 0,
+            completion_tokens=usage.completion_tokens or 0,
+            cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+            cost=_cost(getattr(usage, "cost", None)),
+        )
+
+
+def _cost(value: object) -> Decimal | None:
+    """The reported cost, exactly as written in the JSON (a float's shortest repr is that)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        cost = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return cost if cost.is_finite() and cost >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +174,7 @@ class OpenAIChatModel:
             self._log_failure(purpose, model, started, "no choices")
             raise LLMUnavailable("the provider returned no choices")
         choice = completion.choices[0]
-        usage = Usage(
-            prompt_tokens=completion.usage.prompt_tokens if completion.usage else 0,
-            completion_tokens=completion.usage.completion_tokens if completion.usage else 0,
-        )
+        usage = Usage.of(completion)
         tool_calls = tuple(
             tc.model_dump(exclude_none=True) for tc in choice.message.tool_calls or ()
         )

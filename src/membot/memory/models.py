@@ -154,6 +154,9 @@ class ConversationState:
     # The conversation's language (an ISO 639-1 code), detected once from its first user
     # message or set with /language; None until then.
     language: str | None = None
+    # The chat's own model (/model) and system prompt (/persona); None: the defaults.
+    model: str | None = None
+    persona: str | None = None
 
     @property
     def consulting(self) -> bool:
@@ -171,6 +174,10 @@ class ConversationState:
             data["session"] = self.session.to_dict()
         if self.language is not None:
             data["language"] = self.language
+        if self.model is not None:
+            data["model"] = self.model
+        if self.persona is not None:
+            data["persona"] = self.persona
         return data
 
     @classmethod
@@ -187,6 +194,8 @@ class ConversationState:
             complete=bool(data.get("complete", False)),
             session=SessionConfig.from_dict(session) if session is not None else None,
             language=_opt_str(data.get("language")),
+            model=_opt_str(data.get("model")),
+            persona=_opt_str(data.get("persona")),
         )
 
 

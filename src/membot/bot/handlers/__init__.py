@@ -2,13 +2,14 @@
 
 from aiogram import Router
 
-from membot.bot.handlers import chat, commands, consult, errors, other
+from membot.bot.handlers import chat, chat_settings, commands, consult, errors, other
 
 
 def build_routers() -> list[Router]:
     return [
         commands.build_router(),
         consult.build_router(),
+        chat_settings.build_router(),
         chat.build_router(),
         other.build_router(),
         errors.build_router(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 
 from aiogram import Bot, F, Router
@@ -17,6 +18,7 @@ from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
 from membot.memory.models import ConversationState
+from membot.usage import OverLimit
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +61,18 @@ Turn = Callable[[TelegramSink], Awaitable[TurnResult | None]]
 
 
 async def run_turn(
-    message: Message, bot: Bot, service: ConversationService, turn: Turn
+    message: Message, bot: Bot, service: ConversationService, incoming: Incoming, turn: Turn
 ) -> TurnResult | None:
     """Run a turn with the typing indicator on; a model failure becomes a short apology, in
     the conversation's language (English if the failed turn was the one to detect it: a
-    failed turn stores nothing)."""
+    failed turn stores nothing). First the user's budgets and rate limit: a user over one
+    gets one line saying which and when it resets, and nothing is sent or stored."""
+    try:
+        await service.admit(incoming)
+    except OverLimit as refused:
+        words = await texts_for(service, message)
+        await message.answer(over_limit_text(words, refused, service))
+        return None
     try:
         async with ChatActionSender.typing(
             bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
@@ -76,6 +85,23 @@ async def run_turn(
             words.LLM_BUSY if isinstance(exc, LLMRateLimited) else words.LLM_FAILED
         )
         return None
+
+
+def over_limit_text(words: texts.Texts, refused: OverLimit, service: ConversationService) -> str:
+    now = service.quota.clock() if service.quota is not None else refused.resets_at
+    seconds = max(1, math.ceil((refused.resets_at - now).total_seconds()))
+    if seconds >= 3600:
+        wait = words.IN_HOURS.format(hours=seconds // 3600, minutes=seconds % 3600 // 60)
+    elif seconds >= 60:
+        wait = words.IN_MINUTES.format(minutes=math.ceil(seconds / 60))
+    else:
+        wait = words.IN_SECONDS.format(seconds=seconds)
+    if refused.limit == "daily":
+        return words.OVER_DAILY.format(wait=wait)
+    if refused.limit == "monthly":
+        return words.OVER_MONTHLY.format(date=refused.resets_at.date().isoformat(), wait=wait)
+    limit = service.quota.limits.rate if service.quota is not None else 0
+    return words.OVER_RATE.format(limit=limit, wait=wait)
 
 
 async def chat_state(service: ConversationService, message: Message) -> ConversationState:
@@ -93,7 +119,7 @@ def build_router() -> Router:
     @router.message(F.text, AddressedToBot())
     async def on_text(message: Message, bot: Bot, service: ConversationService) -> None:
         incoming = await to_incoming(message, bot)
-        await run_turn(message, bot, service, lambda sink: service.say(incoming, sink))
+        await run_turn(message, bot, service, incoming, lambda sink: service.say(incoming, sink))
 
     return router
 

@@ -48,7 +48,9 @@ def build_router() -> Router:
             await message.answer(words.CONSULT_BAD_ROUNDS.format(max_rounds=settings.max_rounds))
             return
         incoming = await to_incoming(message, bot, text=request)
-        await run_turn(message, bot, service, lambda sink: service.consult(incoming, rounds, sink))
+        await run_turn(
+            message, bot, service, incoming, lambda sink: service.consult(incoming, rounds, sink)
+        )
 
     @router.message(Command("finish"))
     async def finish(message: Message, bot: Bot, service: ConversationService) -> None:
@@ -59,7 +61,7 @@ def build_router() -> Router:
             return
         # Stored as the user's message: in the language the rest of the dialog is in.
         incoming = await to_incoming(message, bot, text=words.FINISH_REQUEST)
-        await run_turn(message, bot, service, lambda sink: service.finish(incoming, sink))
+        await run_turn(message, bot, service, incoming, lambda sink: service.finish(incoming, sink))
 
     @router.message(Command("cancel"))
     async def cancel(message: Message, service: ConversationService) -> None:

@@ -45,5 +45,30 @@ class Texts:
     LANGUAGE_SET: str  # {name}, {code}
     LANGUAGE_BAD_CODE: str  # {code}, {supported}
 
+    # Limits (USER_DAILY_BUDGET, USER_MONTHLY_BUDGET, USER_RATE_LIMIT): one line each.
+    OVER_DAILY: str  # {wait}
+    OVER_MONTHLY: str  # {date}, {wait}
+    OVER_RATE: str  # {limit}, {wait}
+    IN_HOURS: str  # {hours}, {minutes}
+    IN_MINUTES: str  # {minutes}
+    IN_SECONDS: str  # {seconds}
+
+    # /model and /persona.
+    MODEL_IS: str  # {model}
+    MODEL_SET: str  # {model}
+    MODEL_UNKNOWN: str  # {model}, {choices}
+    ADMINS_ONLY: str
+    PERSONA_IS: str  # {persona}
+    PERSONA_DEFAULT: str
+    PERSONA_SET: str  # {length}
+    PERSONA_RESET: str
+    PERSONA_TOO_LONG: str  # {limit}, {length}
+
+    # /usage. USAGE_LINE: {tokens}, {prompt}, {completion}, {cost}.
+    USAGE_YOURS: str  # {day}, {month}
+    USAGE_CHAT: str  # {day}, {month}
+    USAGE_LINE: str
+    USAGE_NONE: str
+
     # The command menu: (command, description).
     COMMANDS: tuple[tuple[str, str], ...]

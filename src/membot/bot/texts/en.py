@@ -63,6 +63,28 @@ EN = Texts(
     ),
     LANGUAGE_SET="Done: the language of this chat is now {name} ({code}).",
     LANGUAGE_BAD_CODE='I don\'t know the language code "{code}". Supported: {supported}.',
+    OVER_DAILY="You've reached your daily budget. It resets at 00:00 UTC ({wait}).",
+    OVER_MONTHLY="You've reached your monthly budget. It resets on {date} at 00:00 UTC ({wait}).",
+    OVER_RATE="Too many messages: at most {limit} a minute. You can write again {wait}.",
+    IN_HOURS="in {hours} h {minutes} min",
+    IN_MINUTES="in {minutes} min",
+    IN_SECONDS="in {seconds} s",
+    MODEL_IS="This chat's model: {model}. Choose another:",
+    MODEL_SET="Done: this chat now uses {model}.",
+    MODEL_UNKNOWN='I can\'t use "{model}" here. Choose one of: {choices}.',
+    ADMINS_ONLY="Only the group's administrators can change this.",
+    PERSONA_IS=(
+        "This chat's persona:\n\n{persona}\n\n"
+        "Change it with /persona <text>, or go back to the default with /persona reset."
+    ),
+    PERSONA_DEFAULT="This chat uses the default persona. Give it its own with /persona <text>.",
+    PERSONA_SET="Done: this chat has its own persona now ({length} characters).",
+    PERSONA_RESET="Done: this chat is back to the default persona.",
+    PERSONA_TOO_LONG="A persona can be at most {limit} characters; this one has {length}.",
+    USAGE_YOURS="Your usage\nToday: {day}\nThis month: {month}",
+    USAGE_CHAT="This chat\nToday: {day}\nThis month: {month}",
+    USAGE_LINE="{tokens} tokens ({prompt} in, {completion} out), cost {cost}",
+    USAGE_NONE="nothing yet",
     COMMANDS=(
         ("start", "Say hello"),
         ("help", "What I can do"),
@@ -72,6 +94,9 @@ EN = Texts(
         ("summary", "What I remember of our earlier chat"),
         ("memory", "Facts I keep for you"),
         ("language", "The language of this chat"),
+        ("model", "The model this chat uses"),
+        ("persona", "This chat's own instructions for me"),
+        ("usage", "What you have used today and this month"),
         ("reset", "Forget this chat"),
     ),
 )

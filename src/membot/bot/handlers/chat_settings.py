@@ -1,0 +1,213 @@
+"""/model, /persona and /usage: a chat's own model and system prompt, and what was spent.
+
+In private chats the user may change their chat's model and persona; in groups only the
+chat's administrators (asked from Telegram, cached for a minute) and ADMIN_USER_IDS may.
+"""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+
+from aiogram import Bot, F, Router
+from aiogram.filters import Command, CommandObject
+from aiogram.filters.callback_data import CallbackData
+from aiogram.types import CallbackQuery, Chat, Message
+from aiogram.utils.keyboard import InlineKeyboardBuilder
+
+from membot.bot import texts
+from membot.bot.handlers.chat import chat_state
+from membot.config import Settings
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
+from membot.usage import Quota, UsageLedger
+from membot.usage.ledger import Totals, day_key, month_key
+
+MAX_PERSONA = 4000
+ADMINS_TTL = 60.0  # seconds a group's administrators are trusted without asking again
+
+
+class ModelChoice(CallbackData, prefix="model"):
+    """A /model button: the index into MODEL choices (ids may be longer than the 64 bytes
+    Telegram allows in callback data)."""
+
+    index: int
+
+
+class ChatAdmins:
+    """Who may change a chat's settings. Telegram's answer is cached per chat briefly, so a
+    burst of /model presses asks once."""
+
+    def __init__(self, owners: frozenset[int], ttl: float = ADMINS_TTL) -> None:
+        self.owners = owners
+        self.ttl = ttl
+        self._cache: dict[int, tuple[float, frozenset[int]]] = {}
+
+    async def may_change(self, bot: Bot, chat: Chat, user_id: int | None) -> bool:
+        if user_id is None:
+            return False
+        if chat.type == "private" or user_id in self.owners:
+            return True
+        now = time.monotonic()
+        cached = self._cache.get(chat.id)
+        if cached is None or now - cached[0] > self.ttl:
+            members = await bot.get_chat_administrators(chat.id)
+            cached = (now, frozenset(m.user.id for m in members))
+            self._cache[chat.id] = cached
+        return user_id in cached[1]
+
+
+def model_keyboard(choices: tuple[str, ...], current: str) -> InlineKeyboardBuilder:
+    keyboard = InlineKeyboardBuilder()
+    for index, model in enumerate(choices):
+        mark = "✓ " if model == current else ""
+        keyboard.button(text=f"{mark}{model}", callback_data=ModelChoice(index=index))
+    keyboard.adjust(1)
+    return keyboard
+
+
+def cost_text(value: Decimal) -> str:
+    """A cost as a person reads it: no exponent, no trailing zeros, at least 0."""
+    text = format(value.normalize(), "f")
+    return text if text != "-0" else "0"
+
+
+def usage_line(words: texts.Texts, totals: Totals) -> str:
+    if not totals.calls:
+        return words.USAGE_NONE
+    return words.USAGE_LINE.format(
+        tokens=totals.tokens,
+        prompt=totals.prompt_tokens,
+        completion=totals.completion_tokens,
+        cost=cost_text(totals.cost),
+    )
+
+
+def build_router() -> Router:
+    router = Router(name="chat_settings")
+
+    @router.message(Command("model"))
+    async def model(
+        message: Message,
+        command: CommandObject,
+        bot: Bot,
+        service: ConversationService,
+        settings: Settings,
+        admins: ChatAdmins,
+    ) -> None:
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        current = state.model or settings.default_model
+        asked = (command.args or "").strip()
+        if not asked:
+            keyboard = model_keyboard(settings.model_choices, current)
+            await message.answer(
+                words.MODEL_IS.format(model=current), reply_markup=keyboard.as_markup()
+            )
+            return
+        user = message.from_user
+        if not await admins.may_change(bot, message.chat, user.id if user else None):
+            await message.answer(words.ADMINS_ONLY)
+            return
+        if asked not in settings.model_choices:
+            choices = ", ".join(settings.model_choices)
+            await message.answer(words.MODEL_UNKNOWN.format(model=asked[:100], choices=choices))
+            return
+        await _set_model(service, message.chat.id, asked, settings)
+        await message.answer(words.MODEL_SET.format(model=asked))
+
+    @router.callback_query(ModelChoice.filter(), F.message)
+    async def model_pressed(
+        query: CallbackQuery,
+        callback_data: ModelChoice,
+        bot: Bot,
+        service: ConversationService,
+        settings: Settings,
+        admins: ChatAdmins,
+    ) -> None:
+        message = query.message
+        assert isinstance(message, Message)  # F.message: a message the bot can still see
+        cid = ConversationId.telegram(message.chat.id)
+        words = texts.get((await service.state(cid)).language)
+        if not await admins.may_change(bot, message.chat, query.from_user.id):
+            await query.answer(words.ADMINS_ONLY, show_alert=True)
+            return
+        choices = settings.model_choices
+        if not 0 <= callback_data.index < len(choices):  # a button from an older MODELS
+            await query.answer(words.MODEL_UNKNOWN.format(model="?", choices=", ".join(choices)))
+            return
+        chosen = choices[callback_data.index]
+        await _set_model(service, message.chat.id, chosen, settings)
+        done = words.MODEL_SET.format(model=chosen)
+        await query.answer(done)
+        await message.edit_text(done, reply_markup=model_keyboard(choices, chosen).as_markup())
+
+    @router.message(Command("persona"))
+    async def persona(
+        message: Message,
+        command: CommandObject,
+        bot: Bot,
+        service: ConversationService,
+        admins: ChatAdmins,
+    ) -> None:
+        state = await chat_state(service, message)
+        words = texts.get(state.language)
+        asked = (command.args or "").strip()
+        if not asked:
+            if state.persona is None:
+                await message.answer(words.PERSONA_DEFAULT)
+            else:
+                await message.answer(words.PERSONA_IS.format(persona=state.persona))
+            return
+        user = message.from_user
+        if not await admins.may_change(bot, message.chat, user.id if user else None):
+            await message.answer(words.ADMINS_ONLY)
+            return
+        cid = ConversationId.telegram(message.chat.id)
+        if asked.lower() == "reset":
+            await service.set_persona(cid, None)
+            await message.answer(words.PERSONA_RESET)
+            return
+        if len(asked) > MAX_PERSONA:
+            await message.answer(
+                words.PERSONA_TOO_LONG.format(limit=MAX_PERSONA, length=len(asked))
+            )
+            return
+        await service.set_persona(cid, asked)
+        await message.answer(words.PERSONA_SET.format(length=len(asked)))
+
+    @router.message(Command("usage"))
+    async def usage(
+        message: Message, service: ConversationService, ledger: UsageLedger, quota: Quota
+    ) -> None:
+        words = texts.get((await chat_state(service, message)).language)
+        now = quota.clock()  # the clock the budgets count in
+        day, month = day_key(now), month_key(now)
+        lines = []
+        if message.from_user is not None:
+            uid = str(message.from_user.id)
+            lines.append(
+                words.USAGE_YOURS.format(
+                    day=usage_line(words, await ledger.totals("user", uid, day)),
+                    month=usage_line(words, await ledger.totals("user", uid, month)),
+                )
+            )
+        if message.chat.type != "private":
+            cid = str(ConversationId.telegram(message.chat.id))
+            lines.append(
+                words.USAGE_CHAT.format(
+                    day=usage_line(words, await ledger.totals("chat", cid, day)),
+                    month=usage_line(words, await ledger.totals("chat", cid, month)),
+                )
+            )
+        await message.answer("\n\n".join(lines))
+
+    return router
+
+
+async def _set_model(
+    service: ConversationService, chat_id: int, model: str, settings: Settings
+) -> None:
+    # The default is stored as "none of its own": a later change of OPENROUTER_MODEL applies.
+    own = None if model == settings.default_model else model
+    await service.set_model(ConversationId.telegram(chat_id), own)

@@ -1,0 +1,26 @@
+"""Usage accounting (what each model call cost, per user and per chat), budgets and the
+per-user rate limit. See ledger.py for how calls are charged and quota.py for the limits."""
+
+from membot.usage.ledger import (
+    Charge,
+    MeteredModel,
+    Row,
+    Totals,
+    UsageLedger,
+    charged_to,
+    utc_now,
+)
+from membot.usage.quota import Limits, OverLimit, Quota
+
+__all__ = [
+    "Charge",
+    "Limits",
+    "MeteredModel",
+    "OverLimit",
+    "Quota",
+    "Row",
+    "Totals",
+    "UsageLedger",
+    "charged_to",
+    "utc_now",
+]

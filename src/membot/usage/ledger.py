@@ -1,0 +1,220 @@
+"""What each model call cost, and whom it is charged to.
+
+Every call the model makes (chat turns, tool rounds, consultations, summaries, repairs) goes
+through `MeteredModel`, which records its tokens and the cost the provider reported. The call
+is charged to the user and the conversation of the turn that made it: the front door sets
+them with `charged_to()` for the turn, and background work the turn starts (its summary)
+inherits them, as asyncio tasks copy the context they were created in.
+
+Money is `Decimal` throughout: costs are added exactly. Periods are UTC days and months.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from membot.ids import ConversationId
+
+if TYPE_CHECKING:
+    from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["user", "chat"]
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True, slots=True)
+class Payer:
+    """Whom a call is charged to: a user (None for API sessions) and a conversation."""
+
+    user_id: int | None
+    conversation: ConversationId | None
+
+
+_payer: ContextVar[Payer | None] = ContextVar("membot_usage_payer", default=None)
+
+
+@contextlib.contextmanager
+def charged_to(user_id: int | None, conversation: ConversationId | None) -> Iterator[None]:
+    """Charge the model calls made inside (and in tasks started inside) to them."""
+    token = _payer.set(Payer(user_id, conversation))
+    try:
+        yield
+    finally:
+        _payer.reset(token)
+
+
+def current_payer() -> Payer | None:
+    return _payer.get()
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """One model call's usage. `cost` is None when the provider reported none."""
+
+    at: datetime
+    purpose: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+    cost: Decimal | None = None
+    user_id: int | None = None
+    conversation: ConversationId | None = None
+
+    def subjects(self) -> list[tuple[Kind, str]]:
+        out: list[tuple[Kind, str]] = []
+        if self.user_id is not None:
+            out.append(("user", str(self.user_id)))
+        if self.conversation is not None:
+            out.append(("chat", str(self.conversation)))
+        return out
+
+
+@dataclass(slots=True)
+class Totals:
+    """Sums over some calls. `cost` adds what was reported; `unpriced` counts calls without."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: Decimal = field(default_factory=lambda: ZERO)
+    unpriced: int = 0
+
+    def add(self, charge: Charge) -> None:
+        self.calls += 1
+        self.prompt_tokens += charge.prompt_tokens
+        self.completion_tokens += charge.completion_tokens
+        self.cached_tokens += charge.cached_tokens
+        if charge.cost is None:
+            self.unpriced += 1
+        else:
+            self.cost += charge.cost
+
+    def merge(self, other: Totals) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.cost += other.cost
+        self.unpriced += other.unpriced
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cost": format(self.cost, "f"),
+            "unpriced_calls": self.unpriced,
+        }
+
+
+def day_key(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def month_key(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A line of the operator's report: one user's or one chat's totals since a day."""
+
+    kind: Kind
+    subject: str
+    totals: Totals
+
+
+class UsageLedger(Protocol):
+    """Where charges are kept. One contract, tested over every backend
+    (tests/unit/test_usage_contract.py)."""
+
+    async def record(self, charge: Charge) -> None:
+        """Add one call's usage to its user's and conversation's day and month."""
+        ...
+
+    async def totals(self, kind: Kind, subject: str, period: str) -> Totals:
+        """The sums of a day ("2026-11-25") or a month ("2026-11")."""
+        ...
+
+    async def report(self, since: str, until: str) -> list[Row]:
+        """Every user's and chat's sums over the days from `since` to `until` (inclusive)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class MeteredModel:
+    """A ChatModel that records what each call cost (see the module's docstring). A ledger
+    that fails is logged, never the call's failure: the answer was paid for already."""
+
+    def __init__(self, inner: ChatModel, ledger: UsageLedger, clock: Clock) -> None:
+        self.inner = inner
+        self.ledger = ledger
+        self.clock = clock
+        self._failing = False
+
+    @property
+    def model(self) -> str:
+        return str(getattr(self.inner, "model", ""))
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> LLMResponse:
+        response = await self.inner.complete(
+            messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
+        )
+        payer = _payer.get() or Payer(None, None)
+        usage = response.usage
+        charge = Charge(
+            at=self.clock(),
+            purpose=purpose,
+            model=response.model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cost=usage.cost,
+            user_id=payer.user_id,
+            conversation=payer.conversation,
+        )
+        try:
+            await self.ledger.record(charge)
+        except Exception as exc:  # any storage failure: the call itself succeeded
+            if not self._failing:
+                log.warning("usage: a call's usage was not recorded (%s)", type(exc).__name__)
+            self._failing = True
+        else:
+            self._failing = False
+        return response
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class Clock(Protocol):
+    def __call__(self) -> datetime: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,75 @@
+"""Charges recorded while Redis is down (STORAGE=redis, QUEUE=local, the breaker open).
+
+The bot keeps answering through an outage (memory/resilient.py), and what those answers cost
+must not be lost: they are appended to `DATA_DIR/usage-spool.jsonl` and added to Redis at
+the first charge recorded once Redis is back. The outage itself is reported once, by the
+repository; nothing here warns again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from membot.memory.base import Degradable
+from membot.usage.files import charge_from_json, charge_to_json
+from membot.usage.ledger import Charge, Kind, Row, Totals
+from membot.usage.redis import RedisLedger
+
+log = logging.getLogger(__name__)
+
+SPOOL_NAME = "usage-spool.jsonl"
+
+
+class SpooledLedger:
+    def __init__(self, inner: RedisLedger, health: Degradable, data_dir: Path) -> None:
+        self.inner = inner
+        self.health = health
+        self.spool = data_dir / SPOOL_NAME
+        self._lock = asyncio.Lock()
+
+    async def record(self, charge: Charge) -> None:
+        if self.health.available:
+            try:
+                await self.inner.record(charge)
+            except Exception as exc:  # Redis failed mid-call: the breaker hears of it
+                self.health.failed(exc)
+            else:
+                await self._drain()
+                return
+        async with self._lock:
+            await asyncio.to_thread(self._append, charge_to_json(charge) + "\n")
+
+    def _append(self, line: str) -> None:
+        self.spool.parent.mkdir(parents=True, exist_ok=True)
+        with self.spool.open("a", encoding="utf-8") as f:
+            f.write(line)
+
+    async def _drain(self) -> None:
+        if not self.spool.exists():  # the usual case: one stat
+            return
+        async with self._lock:
+            try:
+                text = await asyncio.to_thread(self.spool.read_text, "utf-8")
+            except FileNotFoundError:
+                return
+            lines = [line for line in text.splitlines() if line.strip()]
+            for number, line in enumerate(lines, 1):
+                try:
+                    charge = charge_from_json(line)
+                except Exception:
+                    log.warning("usage: skipped a torn or corrupt spooled line %d", number)
+                    continue
+                await self.inner.record(charge)  # a failure keeps the spool for next time
+            await asyncio.to_thread(self.spool.unlink, missing_ok=True)
+            log.info("usage: %d charge(s) recorded during the outage added to Redis", len(lines))
+
+    async def totals(self, kind: Kind, subject: str, period: str) -> Totals:
+        return await self.inner.totals(kind, subject, period)
+
+    async def report(self, since: str, until: str) -> list[Row]:
+        return await self.inner.report(since, until)
+
+    async def close(self) -> None:
+        await self.inner.close()
