@@ -321,6 +321,25 @@ class Settings(BaseSettings):
         return out
 
 
+def load_subset(*names: str, **overrides: Any) -> dict[str, Any]:
+    """Just these settings (same names, defaults and checks as Settings) from the environment
+    and ./.env, for operator commands that need no tokens (`migrate`, `usage`). Raises
+    ConfigError with one line."""
+    from pydantic import create_model
+
+    class _Base(BaseSettings):
+        model_config = Settings.model_config
+
+    fields: dict[str, Any] = {
+        n: (Settings.model_fields[n].annotation, Settings.model_fields[n]) for n in names
+    }
+    subset = create_model("SettingsSubset", __base__=_Base, **fields)
+    try:
+        return dict(subset(**overrides))
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from None
+
+
 def load_settings(*, telegram: bool = True, api: bool | None = None, **overrides: Any) -> Settings:
     """Build the settings or raise ConfigError with one line naming the first bad variable.
 

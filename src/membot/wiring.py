@@ -217,5 +217,7 @@ def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | N
     # While Redis is down (the breaker is open) the turn is held in this process only.
     health = repository if isinstance(repository, Degradable) else None
     # The lease outlasts a model call that is retried: a killed process blocks its
-    # conversations for at most this long.
-    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=30.0, health=health)
+    # conversations for at most this long. With QUEUE=redis another worker takes a dead one's
+    # updates after CLAIM_IDLE, and the lock must not hold it up longer than that.
+    timeout = settings.claim_idle if settings.queue == "redis" else 30.0
+    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=timeout, health=health)

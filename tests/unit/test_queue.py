@@ -108,13 +108,33 @@ async def test_an_update_is_queued_once_even_when_it_comes_again(
     await stream.prepare()
     assert await stream.publish(text_update(10, 1))
     assert not await stream.publish(text_update(10, 1))  # Telegram's redelivery
-    entries = await stream.read("w", range(SHARDS), 10, 0)
+    leases = ShardLeases(client, prefix, "w", ttl=5)
+    for shard in range(SHARDS):
+        assert await leases.hold(shard)
+    held = [(shard, leases.lease_key(shard)) for shard in range(SHARDS)]
+    entries, _ = await stream.read_held("w", held, 10)
     assert [(e.update_id, e.chat) for e in entries] == [(10, "1")]
     assert json.loads(entries[0].data)["message"]["text"] == "hi"
     await stream.ack(entries[0])
     assert await stream.handled(10)
     assert not await stream.publish(text_update(10, 1))  # handled: still not again
     assert sum([await client.xlen(stream.key(s)) for s in range(SHARDS)]) == 0
+
+
+async def test_only_the_holder_of_a_shard_reads_from_it(client: Redis, prefix: str) -> None:
+    # A worker that lost its lease (and does not know yet) takes nothing more from the
+    # shard, so every entry is in the holder's hands or claimable by the next holder.
+    stream = UpdateStream(client, prefix, SHARDS)
+    await stream.prepare()
+    holder, former = (ShardLeases(client, prefix, name, ttl=5) for name in ("a", "b"))
+    shard = stream.shard_of("1", 0)
+    assert await holder.hold(shard)
+    await stream.publish(text_update(11, 1))
+    taken, _ = await stream.read_held("b", [(shard, former.lease_key(shard))], 10)
+    assert taken == []
+    entries, last = await stream.read_held("a", [(shard, holder.lease_key(shard))], 10)
+    assert [e.update_id for e in entries] == [11]
+    assert last == {shard: entries[0].entry_id}  # what the next wait waits past
 
 
 async def test_a_process_with_another_shard_count_is_refused(client: Redis, prefix: str) -> None:

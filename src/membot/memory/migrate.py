@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import ValidationError, create_model
-from pydantic_settings import BaseSettings
 from redis.exceptions import RedisError
 
-from membot.config import Settings, _describe
+from membot.config import ConfigError, load_subset
 from membot.ids import NAMESPACES, ConversationId
 from membot.memory.archive import read_text
 from membot.memory.base import ChatRepository
@@ -42,22 +40,6 @@ BACKENDS = ("files", "redis")
 BATCH = 1000  # messages per write
 _FIELDS = ("data_dir", "redis_url", "redis_prefix", "redis_max_messages", "conversation_ttl")
 _BUILDING = ".migrating-"  # a files conversation being copied, renamed into place when done
-
-
-class _Base(BaseSettings):
-    model_config = Settings.model_config
-
-
-# The storage settings alone, with the same names, defaults and checks as Settings (they live
-# in the fields' types): the tokens Settings requires are not needed to move data.
-_StorageSettings = create_model(  # type: ignore[call-overload]
-    "StorageSettings",
-    __base__=_Base,
-    **{
-        name: (Settings.model_fields[name].annotation, Settings.model_fields[name])
-        for name in _FIELDS
-    },
-)
 
 
 @dataclass
@@ -255,9 +237,9 @@ class StorageConfig:
 def load_storage_config(**overrides: Any) -> StorageConfig:
     """The storage settings from the environment and ./.env; ValueError with one line."""
     try:
-        values = dict(_StorageSettings(**overrides))
-    except ValidationError as exc:
-        raise ValueError(_describe(exc)) from None
+        values = load_subset(*_FIELDS, **overrides)
+    except ConfigError as exc:
+        raise ValueError(str(exc).removeprefix("configuration error: ")) from None
     values["redis_url"] = values["redis_url"].get_secret_value()
     return StorageConfig(**values)
 

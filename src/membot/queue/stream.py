@@ -47,6 +47,36 @@ return 1
 """
 
 
+# Read only from shards whose lease this worker holds, in one step (a fenced read): a worker
+# that lost a shard, and does not know it yet, can take nothing more from it, so every entry
+# of a shard is either in its holder's hands or claimed by the next holder when it takes over.
+# KEYS: n lease keys, then the n streams. ARGV: the worker, the group, the consumer, the most
+# entries to take. Returns, per shard held: {index, the stream's last entry id, entries}.
+_READ_HELD = """
+local n = #KEYS / 2
+local budget = tonumber(ARGV[4])
+local out = {}
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    local entries = {}
+    if budget > 0 then
+      local got = redis.call(
+        'XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', budget, 'STREAMS', KEYS[n + i], '>')
+      if got then
+        entries = got[1][2]
+        budget = budget - #entries
+      end
+    end
+    local last = redis.call('XREVRANGE', KEYS[n + i], '+', '-', 'COUNT', 1)
+    local last_id = '0-0'
+    if #last > 0 then last_id = last[1][1] end
+    table.insert(out, {i - 1, last_id, entries})
+  end
+end
+return out
+"""
+
+
 class QueueMismatch(Exception):
     """The queue in Redis was made with another shard count than this process's settings."""
 
@@ -94,6 +124,7 @@ class UpdateStream:
         self.shards = shards
         self._publish: AsyncScript = client.register_script(_PUBLISH)
         self._ack: AsyncScript = client.register_script(_ACK)
+        self._read_held: AsyncScript = client.register_script(_READ_HELD)
 
     def key(self, shard: int) -> str:
         return f"{self.prefix}q:s:{shard}"
@@ -137,23 +168,33 @@ class UpdateStream:
         added = await self._publish(keys=keys, args=[MARK_TTL_MS, update_id, chat, data])
         return bool(added)
 
-    async def read(
-        self, consumer: str, shards: Sequence[int], count: int, block_ms: int
-    ) -> list[Entry]:
-        """New entries of these shards for this consumer (waits up to `block_ms`)."""
-        if not shards or count <= 0:
-            return []
-        streams: dict[Any, Any] = {self.key(s): ">" for s in shards}
-        reply: Any = await self.client.xreadgroup(
-            GROUP, consumer, streams, count=count, block=block_ms
-        )
-        by_key = {self.key(s): s for s in shards}
-        return [
-            _entry(by_key[name], entry_id, fields, redelivered=False)
-            for name, entries in reply or []
-            for entry_id, fields in entries
-            if fields  # None for an entry deleted while pending
-        ]
+    async def read_held(
+        self, consumer: str, leases: Sequence[tuple[int, str]], count: int
+    ) -> tuple[list[Entry], dict[int, str]]:
+        """New entries (at most `count`) of the shards whose lease (shard, lease key) this
+        consumer holds now, and each held shard's last entry id (what `wait` waits past)."""
+        if not leases:
+            return [], {}
+        keys = [key for _, key in leases] + [self.key(shard) for shard, _ in leases]
+        reply: Any = await self._read_held(keys=keys, args=[consumer, GROUP, consumer, count])
+        entries: list[Entry] = []
+        last: dict[int, str] = {}
+        for index, last_id, raw in reply:
+            shard = leases[int(index)][0]
+            last[shard] = str(last_id)
+            for entry_id, flat in raw:
+                if flat:  # empty for an entry deleted while pending
+                    fields = dict(zip(flat[::2], flat[1::2], strict=True))
+                    entries.append(_entry(shard, str(entry_id), fields, redelivered=False))
+        return entries, last
+
+    async def wait(self, last: dict[int, str], block_ms: int) -> None:
+        """Until an entry newer than `last` is added to one of these shards, or `block_ms`
+        pass. XREAD takes nothing: the fenced read that follows does."""
+        if not last:
+            return
+        streams: dict[Any, Any] = {self.key(shard): last_id for shard, last_id in last.items()}
+        await self.client.xread(streams, count=1, block=block_ms)
 
     async def claim(self, consumer: str, shard: int) -> list[Entry]:
         """Every entry of the shard still pending for any consumer (a worker that died or gave

@@ -70,6 +70,7 @@ class StreamWorker:
         self.owned: set[int] = set()  # held and read
         self._draining: set[int] = set()  # held until their updates in hand are done
         self._reading: frozenset[int] = frozenset()  # in the read now waiting on Redis
+        self._turn = 0
         self._in_hand: Counter[int] = Counter()
         self._ids: set[tuple[int, str]] = set()
         self._lanes: dict[str, deque[Entry]] = {}
@@ -180,9 +181,16 @@ class StreamWorker:
                     await asyncio.wait_for(self._wake.wait(), 1.0)
                 continue
             self._reading = frozenset(shards)
+            # A different shard first each time: none waits behind the others' backlog.
+            self._turn = (self._turn + 1) % len(shards)
+            held = [
+                (s, self.leases.lease_key(s)) for s in shards[self._turn :] + shards[: self._turn]
+            ]
             try:
-                entries = await self.stream.read(self.consumer, shards, free, BLOCK_MS)
+                entries, last = await self.stream.read_held(self.consumer, held, free)
                 self._up()
+                if not entries:
+                    await self.stream.wait(last, BLOCK_MS)
             except ResponseError as exc:
                 if "NOGROUP" not in str(exc):
                     raise

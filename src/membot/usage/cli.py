@@ -9,28 +9,10 @@ import sys
 from datetime import date
 from typing import Any
 
-from pydantic import ValidationError, create_model
-from pydantic_settings import BaseSettings
-
-from membot.config import Settings, _describe
+from membot.config import ConfigError, load_subset
 from membot.usage.ledger import Row, UsageLedger, day_key, utc_now
 
 _FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix")
-
-
-class _Base(BaseSettings):
-    model_config = Settings.model_config
-
-
-# The storage settings alone, with the names, defaults and checks of Settings.
-_StorageSettings = create_model(  # type: ignore[call-overload]
-    "UsageStorageSettings",
-    __base__=_Base,
-    **{
-        name: (Settings.model_fields[name].annotation, Settings.model_fields[name])
-        for name in _FIELDS
-    },
-)
 
 
 def _open(values: dict[str, Any]) -> tuple[UsageLedger, Any]:
@@ -68,9 +50,9 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
         )
         return 2
     try:
-        values = dict(_StorageSettings())
-    except ValidationError as exc:
-        print(f"membot usage: {_describe(exc)}", file=sys.stderr)
+        values = load_subset(*_FIELDS)
+    except ConfigError as exc:
+        print(f"membot usage: {exc}", file=sys.stderr)
         return 2
     from redis.exceptions import RedisError
 

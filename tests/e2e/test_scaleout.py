@@ -1,0 +1,255 @@
+"""Scale-out as it runs in production: `membot receive` and three `membot worker` processes
+on one Redis (a private redis-server with an append-only file), a fake Telegram (polling and
+webhook) and a fake model. Several chats send bursts; in the middle a worker that is inside a
+model call is killed with SIGKILL, or Redis itself is killed and restarted. Afterwards every
+message is answered exactly once, each chat's answers come in the order of its messages, and
+each chat's stored history alternates question and answer with nothing lost or repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import uuid
+from asyncio.subprocess import PIPE
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from membot.queue.stream import UpdateStream
+from tests.api_support import free_port
+from tests.conftest import API_KEY, TOKEN
+from tests.e2e.helpers import membot_env, spawn_membot
+from tests.e2e.test_redis_outage import PrivateRedis, redis_server
+from tests.fakes import FakeLLM, FakeTelegram
+
+__all__ = ["redis_server"]  # a fixture, used by name
+
+CHATS = [8101, 8102, 8103, 8104, 8105, 8106]
+BURST = 4
+SHARDS = 8
+SECRET = "scale-out-secret"
+
+
+class Cluster:
+    """The receiver and the workers, as processes. Their stderr is read as it comes (kept
+    for failure messages), so a test can wait for a line one of them logs."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str]) -> None:
+        self.tmp_path = tmp_path
+        self.env = env
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+        self.output: dict[str, list[str]] = {}
+        self._readers: list[asyncio.Task[None]] = []
+        self._changed = asyncio.Condition()
+
+    async def spawn(self, name: str, command: str, **extra: str) -> None:
+        data_dir = self.tmp_path / f"data-{name}"  # each process its own, as on its own host
+        env = {**self.env, "DATA_DIR": str(data_dir), **extra}
+        process = await spawn_membot(
+            self.tmp_path, env, command, stdout=asyncio.subprocess.DEVNULL, stderr=PIPE
+        )
+        self.processes[name] = process
+        self.output[name] = []
+        self._readers.append(asyncio.create_task(self._read(name, process)))
+
+    async def _read(self, name: str, process: asyncio.subprocess.Process) -> None:
+        assert process.stderr is not None
+        async for line in process.stderr:
+            self.output[name].append(line.decode(errors="replace"))
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def wait_for_line(self, name: str, text: str, timeout: float = 60) -> None:
+        def logged() -> bool:
+            return any(text in line for line in self.output[name])
+
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(logged)
+        except TimeoutError:
+            raise AssertionError(f"{name} never logged {text!r}\n{self.describe()}") from None
+
+    def kill(self, name: str) -> None:
+        self.processes[name].kill()
+
+    def pid_of(self, name: str) -> int:
+        return self.processes[name].pid
+
+    def log(self, name: str) -> str:
+        return "".join(self.output[name])
+
+    def describe(self) -> str:
+        return "\n".join(f"--- {n}:\n{self.log(n)[-3000:]}" for n in self.output)
+
+    async def stop(self) -> None:
+        for process in self.processes.values():
+            if process.returncode is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                await asyncio.wait_for(process.wait(), 30)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+
+
+@pytest.fixture
+async def cluster(
+    tmp_path: Path, tg: FakeTelegram, llm: FakeLLM, redis_server: PrivateRedis
+) -> AsyncIterator[Cluster]:
+    await redis_server.start()
+    env = membot_env(
+        telegram_bot_token=TOKEN,
+        telegram_api_base=tg.base_url,
+        openrouter_api_key=API_KEY,
+        openrouter_base_url=llm.base_url,
+        openrouter_model="test/model",
+        storage="redis",
+        queue="redis",
+        redis_url=redis_server.url,
+        redis_prefix=f"membot-scale:{uuid.uuid4().hex}:",
+        claim_idle="1",
+        queue_shards=str(SHARDS),
+        summary_every="1000",
+        log_level="INFO",
+        # Telegram's real pace would stretch the bursts over seconds; pacing has its own test.
+        telegram_chat_rate="1000",
+        telegram_chat_burst="100",
+    )
+    made = Cluster(tmp_path, env)
+    try:
+        yield made
+    finally:
+        await made.stop()
+
+
+async def start(cluster: Cluster, tg: FakeTelegram, *, webhook: bool = False) -> None:
+    """A receiver and three workers; ready once the receiver receives and every worker has
+    joined (each logs its start once it holds its share of the shards)."""
+    receive: dict[str, str] = {}
+    if webhook:
+        port = free_port()
+        receive = {
+            "TELEGRAM_MODE": "webhook",
+            "WEBHOOK_URL": f"http://127.0.0.1:{port}/tg/hook",
+            "WEBHOOK_PORT": str(port),
+            "WEBHOOK_SECRET": SECRET,
+        }
+    await asyncio.gather(
+        cluster.spawn("receiver", "receive", **receive),
+        *(cluster.spawn(f"worker{n}", "worker") for n in range(3)),
+    )
+    ready = "setWebhook" if webhook else "getUpdates"
+    try:
+        await tg.wait_for_call(ready, timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{cluster.describe()}") from None
+    for n in range(3):
+        await cluster.wait_for_line(f"worker{n}", "queue: worker")
+
+
+def push_bursts(tg: FakeTelegram) -> dict[int, list[str]]:
+    pushed: dict[int, list[str]] = {chat: [] for chat in CHATS}
+    for i in range(BURST):
+        for chat in CHATS:
+            text = f"m{i} from {chat}"
+            tg.push_text(chat, text)
+            pushed[chat].append(text)
+    return pushed
+
+
+async def worker_in_a_model_call(llm: FakeLLM, redis: Redis, prefix: str, cluster: Cluster) -> str:
+    """The name of a worker that holds a model request open right now: the chat of an
+    answered-to-be request, its shard, the shard's lease holder (host:pid:nonce), its pid."""
+    await llm.wait_for_in_flight(3, timeout=30)
+    request = llm.chat_requests[0]
+    text = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+    chat = text.rsplit(" ", 1)[1]
+    shard = UpdateStream(redis, prefix, SHARDS).shard_of(chat, 0)
+    holder = await redis.get(f"{prefix}q:lease:{shard}")
+    assert holder is not None, f"shard {shard} has no holder"
+    pid = int(holder.split(":")[1])
+    return next(n for n in cluster.processes if cluster.pid_of(n) == pid)
+
+
+async def all_answered_once_in_order(
+    tg: FakeTelegram, cluster: Cluster, redis: Redis, prefix: str, pushed: dict[int, list[str]]
+) -> None:
+    try:
+        for chat in CHATS:
+            await tg.wait_for_messages(chat, BURST, timeout=60)
+        # One more message per chat: a chat's updates are handled in order, so a repeat of an
+        # earlier one would have been answered before this one is.
+        for chat in CHATS:
+            tg.push_text(chat, "last")
+            pushed[chat].append("last")
+        for chat in CHATS:
+            await tg.wait_for_messages(chat, BURST + 1, timeout=60)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{cluster.describe()}") from None
+    for chat in CHATS:
+        answers = [m.text for m in tg.messages_to(chat)]
+        assert answers == [f"ANSWER: {q}" for q in pushed[chat]], (chat, cluster.describe())
+        stored = [
+            json.loads(line)
+            for line in await redis.zrange(f"{prefix}conv:tg:{chat}:messages", 0, -1)
+        ]
+        roles = [m["role"] for m in stored]
+        assert roles == ["user", "assistant"] * len(pushed[chat]), chat
+        assert [m["content"] for m in stored if m["role"] == "user"] == pushed[chat]
+    for name in cluster.output:
+        assert "Traceback" not in cluster.log(name), cluster.describe()
+
+
+@contextlib.asynccontextmanager
+async def client_of(server: PrivateRedis) -> AsyncIterator[Redis]:
+    client = Redis.from_url(server.url, decode_responses=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("webhook", [False, True], ids=["polling", "webhook"])
+async def test_a_worker_killed_mid_answer_loses_nothing_and_repeats_nothing(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    cluster: Cluster,
+    redis_server: PrivateRedis,
+    webhook: bool,
+) -> None:
+    prefix = cluster.env["REDIS_PREFIX"]
+    await start(cluster, tg, webhook=webhook)
+    llm.gate = asyncio.Event()  # the model holds every answer until the kill
+    pushed = push_bursts(tg)
+    async with client_of(redis_server) as redis:
+        victim = await worker_in_a_model_call(llm, redis, prefix, cluster)
+        cluster.kill(victim)
+        await cluster.processes[victim].wait()
+        llm.gate.set()
+        await all_answered_once_in_order(tg, cluster, redis, prefix, pushed)
+    assert cluster.processes[victim].returncode == -signal.SIGKILL
+    # The dead worker's updates were taken over by the others, not answered by a ghost.
+    survivors = [n for n in cluster.output if n.startswith("worker") and n != victim]
+    assert any("took over" in cluster.log(n) for n in survivors), cluster.describe()
+
+
+async def test_a_redis_restart_mid_load_loses_nothing_and_repeats_nothing(
+    tg: FakeTelegram, llm: FakeLLM, cluster: Cluster, redis_server: PrivateRedis
+) -> None:
+    prefix = cluster.env["REDIS_PREFIX"]
+    await start(cluster, tg)
+    llm.gate = asyncio.Event()
+    pushed = push_bursts(tg)
+    await llm.wait_for_in_flight(3, timeout=30)
+    await redis_server.stop(signal.SIGKILL)  # with answers in the model's hands
+    llm.gate.set()
+    await redis_server.start()  # the same port and append-only file
+    async with client_of(redis_server) as redis:
+        await all_answered_once_in_order(tg, cluster, redis, prefix, pushed)
