@@ -326,6 +326,12 @@ def membot_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides:
         "openrouter_model": MODEL,
         "data_dir": data_dir,
         "log_level": "WARNING",
+        # Telegram's pace (about one message a second per chat) would be all that one chat
+        # sending messages back to back measures; the bench measures membot's own cost.
+        "telegram_chat_rate": 1000.0,
+        "telegram_chat_burst": 100,
+        "telegram_group_rate": 60_000.0,
+        "telegram_bot_rate": 10_000.0,
     }
     values.update(overrides)
     return load_settings(_env_file=None, **values)

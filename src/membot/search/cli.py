@@ -86,6 +86,11 @@ def _as_dict(hit: SearchHit) -> dict[str, object]:
         "name": hit.name,
         "content": hit.content,
         "score": round(hit.score, 4),
+        # The other half of a question and its answer, when the hit is one half.
+        "context": [
+            {"seq": c.seq, "ts": iso(c.ts), "role": c.role, "name": c.name, "content": c.content}
+            for c in hit.context
+        ],
     }
 
 
@@ -94,4 +99,8 @@ def _as_line(hit: SearchHit) -> str:
     who = f"{hit.role} ({hit.name})" if hit.name else hit.role
     # One line per hit, so the output stays greppable; --json keeps the text exact.
     text = " ".join(hit.content.split())
-    return f"#{hit.seq}  {when}  {who}  score={hit.score:.2f}  {text}"
+    line = f"#{hit.seq}  {when}  {who}  score={hit.score:.2f}  {text}"
+    for near in hit.context:
+        near_who = f"{near.role} ({near.name})" if near.name else near.role
+        line += f"\n    #{near.seq}  {near_who}  {' '.join(near.content.split())}"
+    return line

@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,14 +23,21 @@ from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message, iso, parse_iso
-from membot.search.text import PREFIXES_COLUMN, STEMS_COLUMN, index_fields, match_expression
+from membot.search.text import (
+    PREFIXES_COLUMN,
+    SENDER_COLUMN,
+    STEMS_COLUMN,
+    index_fields,
+    match_expression,
+    sender_field,
+)
 
 log = logging.getLogger(__name__)
 
 INDEX_FILE = "search.sqlite3"
 MAX_LIMIT = 50
 # Bumped whenever the schema or the text normalization changes: old files are rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the sender column
 # Messages per write transaction: big enough to amortize the commit, small enough that an
 # interrupted first build of a long archive keeps most of its progress.
 _BATCH = 2000
@@ -39,6 +46,8 @@ _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 STEMS_WEIGHT = 1.0
 PREFIXES_WEIGHT = 0.5
+# A message by the person a query names beats one that only addresses them.
+SENDER_WEIGHT = 8.0
 
 # Contentless FTS5 table: the stems are only ever matched, and the originals live in
 # `messages`. remove_diacritics 0: text.py already decided what a word is, and FTS5 must
@@ -57,13 +66,13 @@ _SCHEMA = (
         content TEXT NOT NULL
     )""",
     f"""CREATE VIRTUAL TABLE terms USING fts5(
-        {STEMS_COLUMN}, {PREFIXES_COLUMN}, content='',
+        {STEMS_COLUMN}, {PREFIXES_COLUMN}, {SENDER_COLUMN}, content='',
         tokenize='unicode61 remove_diacritics 0'
     )""",
     # `rank` (what ORDER BY rank sorts by) is BM25 with per-column weights: a whole-stem
     # match is the real evidence, a shared prefix only backs it up.
     f"""INSERT INTO terms (terms, rank)
-        VALUES ('rank', 'bm25({STEMS_WEIGHT}, {PREFIXES_WEIGHT})')""",
+        VALUES ('rank', 'bm25({STEMS_WEIGHT}, {PREFIXES_WEIGHT}, {SENDER_WEIGHT})')""",
 )
 
 _QUERY = """
@@ -87,6 +96,9 @@ class SearchHit:
     name: str | None
     content: str
     score: float
+    # The other half of a question and its answer, when the hit is one half: the message
+    # after a question by someone else, or the question before an answer (see _context).
+    context: tuple[SearchHit, ...] = ()
 
 
 class HistorySearch:
@@ -259,8 +271,9 @@ def _insert(path: Path, messages: Sequence[Message]) -> int:
             [(m.seq, iso(m.ts), m.role, m.name, m.content) for m in rows],
         )
         conn.executemany(
-            f"INSERT INTO terms (rowid, {STEMS_COLUMN}, {PREFIXES_COLUMN}) VALUES (?, ?, ?)",
-            [(m.seq, *index_fields(m.content)) for m in rows],
+            f"INSERT INTO terms (rowid, {STEMS_COLUMN}, {PREFIXES_COLUMN}, {SENDER_COLUMN}) "
+            "VALUES (?, ?, ?, ?)",
+            [(m.seq, *index_fields(m.content), sender_field(m.name)) for m in rows],
         )
         if fresh:
             conn.execute("UPDATE state SET last_seq = ?", (max(m.seq for m in fresh),))
@@ -270,20 +283,39 @@ def _insert(path: Path, messages: Sequence[Message]) -> int:
 def _query(path: Path, match: str, limit: int) -> list[SearchHit]:
     conn = _connect(path)
     try:
-        rows = conn.execute(_QUERY, (match, limit)).fetchall()
+        hits = [_hit(*row) for row in conn.execute(_QUERY, (match, limit)).fetchall()]
+        return [_with_context(conn, hit) for hit in hits]
     finally:
         conn.close()
-    return [
-        SearchHit(
-            seq=int(seq),
-            ts=parse_iso(ts),
-            role=str(role),
-            name=name,
-            content=str(content),
-            score=float(score),
-        )
-        for seq, ts, role, name, content, score in rows
-    ]
+
+
+def _hit(seq: int, ts: str, role: str, name: str | None, content: str, score: float) -> SearchHit:
+    return SearchHit(int(seq), parse_iso(ts), str(role), name, str(content), float(score))
+
+
+def _asks(hit: SearchHit) -> bool:
+    return hit.content.rstrip().endswith("?")
+
+
+def _speaker(hit: SearchHit) -> tuple[str, str | None]:
+    return (hit.role, hit.name)
+
+
+def _with_context(conn: sqlite3.Connection, hit: SearchHit) -> SearchHit:
+    """A question's answer, or an answer's question, comes with the hit: the words of a
+    question often find the question, while the fact is in the reply (and the other way)."""
+    rows = conn.execute(
+        "SELECT seq, ts, role, name, content, 0 FROM messages WHERE seq IN (?, ?) ORDER BY seq",
+        (hit.seq - 1, hit.seq + 1),
+    ).fetchall()
+    near = {h.seq: h for h in (_hit(*row) for row in rows)}
+    context = []
+    before, after = near.get(hit.seq - 1), near.get(hit.seq + 1)
+    if before is not None and _asks(before) and _speaker(before) != _speaker(hit):
+        context.append(before)
+    if after is not None and _asks(hit) and _speaker(after) != _speaker(hit):
+        context.append(after)
+    return replace(hit, context=tuple(context)) if context else hit
 
 
 def _delete_index(path: Path) -> None:
@@ -296,17 +328,24 @@ def _delete_index(path: Path) -> None:
 
 
 def format_hits(hits: Sequence[SearchHit], max_chars_per_hit: int = 500) -> str:
-    """Hits as text for the model: one dated, attributed block per message, best first."""
+    """Hits as text for the model: one dated, attributed block per message, best first; a
+    hit's question or answer follows it, marked as its context."""
     if not hits:
         return "No matching messages found."
     blocks = []
     for hit in hits:
-        when = hit.ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        who = f"{hit.role} ({hit.name})" if hit.name else hit.role
-        # One line per hit: the model must not mistake a message's own line breaks for a
-        # new hit.
-        text = " ".join(hit.content.split())
-        if len(text) > max_chars_per_hit:
-            text = text[: max(max_chars_per_hit - 1, 0)].rstrip() + "…"
-        blocks.append(f"[{when}] {who}: {text}")
+        lines = [_line(hit, max_chars_per_hit)]
+        lines += [f"  (context) {_line(near, max_chars_per_hit)}" for near in hit.context]
+        blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def _line(hit: SearchHit, max_chars: int) -> str:
+    when = hit.ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    who = f"{hit.role} ({hit.name})" if hit.name else hit.role
+    # One line per message: the model must not mistake a message's own line breaks for a
+    # new hit.
+    text = " ".join(hit.content.split())
+    if len(text) > max_chars:
+        text = text[: max(max_chars - 1, 0)].rstrip() + "…"
+    return f"[{when}] {who}: {text}"

@@ -24,6 +24,9 @@ _LATIN = re.compile(r"[a-z]")
 # five keeps most Russian roots whole while ignoring the endings that inflection changes.
 STEMS_COLUMN = "stems"
 PREFIXES_COLUMN = "prefixes"
+# Who wrote the message (the stems of the sender's name): "what did Anna say" matches Anna's
+# own messages here, and only mentions of her in the stems column.
+SENDER_COLUMN = "sender"
 PREFIX_LENGTH = 5
 
 # Function words that match most of a long archive: they cost query time and add nothing to
@@ -107,6 +110,11 @@ def index_fields(text: str) -> tuple[str, str]:
     )
 
 
+def sender_field(name: str | None) -> str:
+    """What the index stores of a message's sender: the stems of the name's words."""
+    return " ".join(stems(name)) if name else ""
+
+
 def query_terms(query: str) -> list[str]:
     """The words to look for, without stopwords unless the query has nothing else."""
     tokens = words(query)
@@ -123,7 +131,9 @@ def match_expression(query: str) -> str | None:
     """
     parts: list[str] = []
     for word in query_terms(query):
-        parts.append(f"{STEMS_COLUMN} : {_quote(_stem(word))}")
+        stem = _quote(_stem(word))
+        parts.append(f"{STEMS_COLUMN} : {stem}")
+        parts.append(f"{SENDER_COLUMN} : {stem}")
         prefix = _prefix(word)
         if prefix:
             parts.append(f"{PREFIXES_COLUMN} : {_quote(prefix)}")
