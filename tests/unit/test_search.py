@@ -352,3 +352,11 @@ def test_format_hits_dates_and_attributes_each_message() -> None:
 
 def test_format_hits_says_when_nothing_matched() -> None:
     assert format_hits([]) == "No matching messages found."
+
+
+def test_stemming_runs_at_c_speed() -> None:
+    # Snowball's own package hands out PyStemmer's C stemmers when PyStemmer is installed (it
+    # is a dependency): a 100,000-message archive is stemmed in well under a second.
+    import snowballstemmer  # type: ignore[import-untyped]
+
+    assert type(snowballstemmer.stemmer("russian")).__module__ == "Stemmer"

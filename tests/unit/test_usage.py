@@ -84,7 +84,9 @@ async def test_costs_add_up_exactly_per_user_chat_day_and_month(ledgers: Backend
 
 
 async def test_a_second_reader_sees_what_was_recorded(ledgers: Backend) -> None:
-    await ledgers().record(charge("0.25"))
+    first = ledgers()
+    await first.record(charge("0.25"))
+    await first.close()  # a process that stops writes what it counted
     again = ledgers()  # after a restart (files), or another process (Redis)
     assert (await again.totals("user", str(USER), "2026-11")).cost == Decimal("0.25")
 
@@ -107,7 +109,9 @@ def test_a_torn_line_is_skipped_with_a_warning(
     import asyncio
 
     async def scenario() -> None:
-        await FileLedger(tmp_path).record(charge("0.5"))
+        first = FileLedger(tmp_path)
+        await first.record(charge("0.5"))
+        await first.close()
         with (tmp_path / "usage.jsonl").open("a") as f:
             f.write('{"ts": "2026-11-30T12:00:00Z", "purp')  # a crash mid-line
         assert (await FileLedger(tmp_path).totals("user", str(USER), "2026-11")).cost == Decimal(

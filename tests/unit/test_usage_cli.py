@@ -41,6 +41,7 @@ def test_the_table_and_json_from_files(tmp_path: Path) -> None:
         await ledger.record(charge("0.2", 2, -5))
         await ledger.record(charge(None, 2, 2))
         await ledger.record(charge("9", 1, -5, at=NOW - timedelta(days=400)))  # before --since
+        await ledger.close()
 
     asyncio.run(fill())
     env = {"DATA_DIR": str(tmp_path / "data")}

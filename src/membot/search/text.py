@@ -11,7 +11,8 @@ import threading
 import unicodedata
 from functools import lru_cache
 
-# snowballstemmer ships no type information; every use goes through the typed _stem().
+# snowballstemmer ships no type information; every use goes through the typed _stem(). With
+# PyStemmer installed (a dependency) it hands out PyStemmer's C stemmers: ~150x faster.
 import snowballstemmer  # type: ignore[import-untyped]
 
 # Letters and digits only: FTS5's unicode61 tokenizer also splits on "_" and punctuation, so

@@ -68,6 +68,10 @@ class FileLedger:
         self._sums: dict[tuple[Kind, str], dict[str, Totals]] = defaultdict(dict)
         self._loaded = False
         self._loading = asyncio.Lock()
+        # Lines not on disk yet, and the task writing them: one thread hop per batch, not
+        # per model call (awaited by close()).
+        self._pending: list[str] = []
+        self._writer: asyncio.Task[None] | None = None
 
     async def _load(self) -> None:
         if self._loaded:
@@ -103,14 +107,24 @@ class FileLedger:
     async def record(self, charge: Charge) -> None:
         await self._load()
         self._add(charge)  # counted at once: the next check sees it, whatever the disk does
-        await asyncio.to_thread(self._append, charge_to_json(charge) + "\n")
+        self._pending.append(charge_to_json(charge) + "\n")
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="membot:usage-writer")
 
-    def _append(self, line: str) -> None:
+    async def _write(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._append, "".join(batch))
+            except OSError as exc:
+                log.warning("usage: %d charge(s) not written to %s: %s", len(batch), self.path, exc)
+
+    def _append(self, lines: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # O_APPEND: each line lands whole at the end, even with a second writer.
+        # O_APPEND: each batch lands whole at the end, even with a second writer.
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, lines.encode())
         finally:
             os.close(fd)
 
@@ -135,7 +149,9 @@ class FileLedger:
         return rows
 
     async def close(self) -> None:
-        return None
+        """Write what is still pending."""
+        if self._writer is not None:
+            await self._writer
 
 
 class LocalRateWindow:
