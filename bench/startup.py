@@ -1,0 +1,137 @@
+"""Start-up: how long the operator commands take from `exec` to exit on a warm install, and
+how long `membot run` takes to its first `getUpdates` (the moment it can answer), beside
+what importing aiogram alone takes (every aiogram bot pays it first).
+
+Each is the median of several runs of a real process (`python -m membot ...`, bytecode
+cached), beside the reference of the same interpreter doing nothing (`python -c pass`),
+measured in the same run. The commands need no network: `search` reads a chat of the bench's
+own data directory, `usage` its ledger, the bot talks to the fake Telegram of this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.helpers import membot_env
+
+from bench.core import API_KEY, MODEL, TOKEN, Row, fakes, row
+
+BENCH = "startup"
+COMMAND_TARGET_S = 0.3
+BOT_TARGET_S = 2.0
+
+
+async def _wall(args: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    await proc.wait()
+    return time.perf_counter() - started
+
+
+async def _seed(data_dir: Path) -> None:
+    from membot.ids import ConversationId
+    from membot.memory import FileRepository, Message
+
+    repo = FileRepository(data_dir)
+    await repo.append(
+        ConversationId.telegram(42),
+        [Message(role="user", content="the spare key is under the blue pot")],
+    )
+
+
+async def _first_poll(tg: Any, env: dict[str, str], cwd: Path) -> float:
+    polls = tg.call_count("getUpdates")
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "membot",
+        "run",
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        await tg.wait_for_call("getUpdates", timeout=60, count=polls + 1)
+        return time.perf_counter() - started
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
+    runs = 3 if quick else 7
+    rows: list[Row] = []
+    raw: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="membot-bench-startup-") as tmp:
+        cwd = Path(tmp)
+        data_dir = cwd / "data"
+        await _seed(data_dir)
+        async with fakes() as (tg, llm):
+            env = membot_env(
+                telegram_bot_token=TOKEN,
+                telegram_api_base=tg.base_url,
+                openrouter_api_key=API_KEY,
+                openrouter_base_url=llm.base_url,
+                openrouter_model=MODEL,
+                data_dir=str(data_dir),
+                log_level="WARNING",
+            )
+            membot = [sys.executable, "-m", "membot"]
+            cases = {
+                "python -c pass (reference)": [sys.executable, "-c", "pass"],
+                # What any aiogram bot pays before it can poll: aiogram builds the pydantic
+                # models of every Bot API type at import (most of it in aiogram.types).
+                "import aiogram (reference)": [sys.executable, "-c", "import aiogram"],
+                "membot --help": [*membot, "--help"],
+                "membot check-config": [*membot, "check-config"],
+                "membot search": [*membot, "search", "42", "spare key"],
+                "membot usage": [*membot, "usage"],
+            }
+            for args in cases.values():
+                await _wall(args, env, cwd)  # warm: bytecode written, files in the page cache
+            for name, args in cases.items():
+                samples = [await _wall(args, env, cwd) for _ in range(runs)]
+                raw[name] = samples
+                median = statistics.median(samples)
+                reference = name.endswith("(reference)")
+                rows.append(
+                    row(
+                        BENCH,
+                        name,
+                        "wall time (median)",
+                        round(median, 3),
+                        "s",
+                        target="" if reference else f"< {COMMAND_TARGET_S} s",
+                        ok=None if reference else median < COMMAND_TARGET_S,
+                        note=f"median of {runs} runs of a real process, warm install",
+                    )
+                )
+            polls = [await _first_poll(tg, env, cwd) for _ in range(3 if quick else 5)]
+            raw["membot run: first getUpdates"] = polls
+            median = statistics.median(polls)
+            rows.append(
+                row(
+                    BENCH,
+                    "membot run",
+                    "exec to first getUpdates (median)",
+                    round(median, 3),
+                    "s",
+                    target=f"< {BOT_TARGET_S} s",
+                    ok=median < BOT_TARGET_S,
+                )
+            )
+    return rows, raw
