@@ -353,6 +353,20 @@ def make_floor(tg: FakeTelegram, llm: FakeLLM) -> BotApp:
     )
 
 
+def make_durable_floor(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> BotApp:
+    from bench.floor import DurableFloorRelay
+
+    return DurableFloorRelay(
+        data_dir=data_dir,
+        window=20,  # membot's WINDOW_SIZE default
+        telegram_token=TOKEN,
+        telegram_api_base=tg.base_url,
+        api_key=API_KEY,
+        llm_base_url=llm.base_url,
+        model=MODEL,
+    )
+
+
 @contextlib.asynccontextmanager
 async def running(app: BotApp, tg: FakeTelegram) -> AsyncIterator[BotApp]:
     """Run ``app``'s real polling loop until the block exits; ready once it long-polls."""

@@ -10,11 +10,19 @@ client stack.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
 from aiogram import Bot, Dispatcher, F, Router
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.types import LinkPreviewOptions, Message
+from aiogram.utils.chat_action import ChatActionSender
 from openai import AsyncOpenAI, DefaultAioHttpClient
 
 
@@ -71,3 +79,41 @@ class FloorRelay:
 
     async def stop(self) -> None:
         await self.dispatcher.stop_polling()
+
+
+class DurableFloorRelay(FloorRelay):
+    """The durable floor: the least a bot that keeps its promises may do. The relay above,
+    plus a typing indicator, the chat's last `window` messages in the prompt, and one
+    fdatasync'd append per exchange (the question and the answer, as two JSON lines), made in
+    a worker thread so the event loop never waits on the disk. No summary, facts, tools,
+    rendering or per-chat ordering: what membot does beyond this, it does on purpose."""
+
+    def __init__(self, *, data_dir: Path, window: int = 20, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.data_dir = data_dir
+        self.window = window
+        self._history: dict[int, deque[dict[str, str]]] = {}
+
+    async def _relay(self, message: Message) -> None:
+        chat = message.chat.id
+        history = self._history.setdefault(chat, deque(maxlen=self.window))
+        question = {"role": "user", "content": message.text or ""}
+        async with ChatActionSender.typing(bot=self.bot, chat_id=chat):
+            completion = await self.client.chat.completions.create(
+                model=self.model,
+                messages=[*history, question],  # type: ignore[list-item]
+            )
+            answer = {"role": "assistant", "content": completion.choices[0].message.content or ""}
+            lines = json.dumps(question) + "\n" + json.dumps(answer) + "\n"
+            await asyncio.to_thread(self._append, chat, lines)
+        history.extend((question, answer))
+        await message.answer(answer["content"] or "(empty)")
+
+    def _append(self, chat: int, lines: str) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.data_dir / f"{chat}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, lines.encode())
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)

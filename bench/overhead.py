@@ -41,6 +41,7 @@ from bench.core import (
     TimedTelegram,
     drive,
     fakes,
+    make_durable_floor,
     make_floor,
     make_membot,
     median,
@@ -51,9 +52,12 @@ from bench.core import (
 )
 
 BENCH = "overhead"
-TARGET_RATIO = 0.8
+TARGET_RATIO = 0.7
 REDIS = "membot (redis)"
-BOTS = ("floor", "membot", REDIS)
+DURABLE = "durable floor"
+# The targets (#12): membot at least 0.7x the bare floor, 1.2x the durable one.
+TARGET_DURABLE = 1.2
+BOTS = ("floor", DURABLE, "membot", REDIS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +117,12 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
             fakes() as (tg_membot, llm),
             TimedTelegram() as tg_floor,
             TimedTelegram() as tg_redis,
+            TimedTelegram() as tg_durable,
         ):
             bots: dict[str, tuple[BotApp, TimedTelegram]] = {
                 "membot": (make_membot(tg_membot, llm, Path(tmp) / "data"), tg_membot),
                 "floor": (make_floor(tg_floor, llm), tg_floor),
+                DURABLE: (make_durable_floor(tg_durable, llm, Path(tmp) / "durable"), tg_durable),
             }
             if prefix is not None:
                 redis_bot = make_membot(
@@ -196,6 +202,25 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
         if not case.latency:
             added = cpu["membot"] - cpu["floor"]
             rows.append(row(BENCH, case.name, "CPU added by membot", added, "ms", note=note))
+        if DURABLE in throughput:
+            durable = throughput["membot"] / throughput[DURABLE]
+            if not case.latency:
+                added = cpu["membot"] - cpu[DURABLE]
+                rows.append(
+                    row(BENCH, case.name, "CPU added beyond the durable floor", added, "ms")
+                )
+            rows.append(
+                row(
+                    BENCH,
+                    case.name,
+                    "throughput membot/durable floor",
+                    durable,
+                    "x",
+                    target=f">= {TARGET_DURABLE}" if case.judged else "",
+                    ok=durable >= TARGET_DURABLE if case.judged else None,
+                    note=note,
+                )
+            )
         rows.append(
             row(
                 BENCH,
