@@ -117,3 +117,39 @@ class DurableFloorRelay(FloorRelay):
             os.fdatasync(fd)
         finally:
             os.close(fd)
+
+
+def main() -> None:
+    """`python -m bench.floor [--durable DATA_DIR]`: a floor as its own process (bench/scale.py
+    measures its memory beside membot's), configured like membot: TELEGRAM_BOT_TOKEN,
+    TELEGRAM_API_BASE, OPENROUTER_API_KEY, OPENROUTER_BASE_URL, OPENROUTER_MODEL."""
+    import argparse
+    import contextlib
+    import gc
+
+    parser = argparse.ArgumentParser(prog="python -m bench.floor")
+    parser.add_argument("--durable", type=Path, metavar="DATA_DIR")
+    args = parser.parse_args()
+    settings = {
+        "telegram_token": os.environ["TELEGRAM_BOT_TOKEN"],
+        "telegram_api_base": os.environ["TELEGRAM_API_BASE"],
+        "api_key": os.environ["OPENROUTER_API_KEY"],
+        "llm_base_url": os.environ["OPENROUTER_BASE_URL"],
+        "model": os.environ["OPENROUTER_MODEL"],
+    }
+    relay = (
+        DurableFloorRelay(data_dir=args.durable, **settings)
+        if args.durable is not None
+        else FloorRelay(**settings)
+    )
+
+    async def run() -> None:
+        relay.dispatcher.startup.register(lambda: (gc.collect(), gc.freeze()))  # as membot
+        await relay.run()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Realistic scale: 1,000 chats, 3 messages each, a model that takes 2 s per answer, against
+membot (`membot run`, files) and the durable floor (bench/floor.py), each as its own process.
+
+Every chat sends its messages one after another (each waits for its answer), all chats at
+once, so up to 1,000 turns are in flight. Reported: whether every message was answered, the
+p50 / p99 from update to answer, and each process's peak RSS (VmHWM). Telegram's pacing is
+raised for both (the floor has none, and 30 messages a second for the bot would be all a
+comparison measured); the model's 2 s is the realistic part.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.helpers import membot_env
+
+from bench.core import API_KEY, MODEL, TOKEN, Row, RunStats, drive, fakes, row
+
+BENCH = "scale"
+LATENCY = 2.0
+TARGET_P99 = 1.2  # membot's p99 at most this times the durable floor's
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _measure(bot: str, chats: int, per_chat: int) -> tuple[RunStats, float]:
+    async with fakes(latency=LATENCY) as (tg, llm):
+        with tempfile.TemporaryDirectory(prefix="membot-bench-scale-") as tmp:
+            env = membot_env(
+                telegram_bot_token=TOKEN,
+                telegram_api_base=tg.base_url,
+                openrouter_api_key=API_KEY,
+                openrouter_base_url=llm.base_url,
+                openrouter_model=MODEL,
+                data_dir=str(Path(tmp) / "data"),
+                log_level="WARNING",
+                llm_timeout="60",
+                telegram_chat_rate="1000",
+                telegram_chat_burst="100",
+                telegram_group_rate="60000",
+                telegram_bot_rate="10000",
+            )
+            if bot == "membot":
+                args = [sys.executable, "-m", "membot", "run"]
+            else:
+                args = [sys.executable, "-m", "bench.floor", "--durable", str(Path(tmp) / "floor")]
+            polls = tg.call_count("getUpdates")
+            proc = await asyncio.create_subprocess_exec(
+                *args,
+                cwd=Path(__file__).resolve().parents[1],
+                env=env,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+            try:
+                await tg.wait_for_call("getUpdates", timeout=60, count=polls + 1)
+                ids = list(range(7_000_001, 7_000_001 + chats))
+                stats = await drive(tg, ids, per_chat, bot)
+                rss = _peak_rss_mib(proc.pid)
+            finally:
+                proc.terminate()
+                await proc.wait()
+    return stats, rss
+
+
+async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
+    chats, per_chat = (200, 2) if quick else (1000, 3)
+    rows: list[Row] = []
+    raw: dict[str, Any] = {}
+    measured: dict[str, list[tuple[RunStats, float]]] = {"durable floor": [], "membot": []}
+    started = time.perf_counter()
+    for _ in range(1 if quick else 2):  # A B A B
+        for bot in measured:
+            measured[bot].append(await _measure(bot, chats, per_chat))
+    note = f"{chats} chats x {per_chat}, model {LATENCY:g} s, each bot its own process"
+    p99: dict[str, float] = {}
+    for bot, runs in measured.items():
+        raw[bot] = [{**s.to_dict(), "peak_rss_mib": round(r, 1)} for s, r in runs]
+        best = min(runs, key=lambda m: m[0].p99_ms)  # the quieter of the runs
+        p99[bot] = best[0].p99_ms
+        answered = min(s.messages for s, _ in runs)
+        rows.append(row(BENCH, bot, "answered", answered, "msgs", note=note))
+        rows.append(row(BENCH, bot, "p50", round(best[0].p50_ms), "ms"))
+        rows.append(row(BENCH, bot, "p99", round(best[0].p99_ms), "ms"))
+        rows.append(row(BENCH, bot, "peak RSS", round(max(r for _, r in runs), 1), "MiB"))
+    ratio = p99["membot"] / p99["durable floor"]
+    rows.append(
+        row(
+            BENCH,
+            "membot vs durable floor",
+            "p99 ratio",
+            round(ratio, 3),
+            "x",
+            target=f"<= {TARGET_P99}",
+            ok=ratio <= TARGET_P99,
+        )
+    )
+    raw["seconds"] = round(time.perf_counter() - started, 1)
+    return rows, raw
