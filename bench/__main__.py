@@ -26,7 +26,17 @@ from typing import Any
 from bench.core import Row, format_notes, format_table, normalize_row, row
 
 RESULTS = Path(__file__).with_name("results.json")
-SECTIONS = ("overhead", "api", "history", "summary", "search", "queue", "startup", "scale")
+SECTIONS = (
+    "overhead",
+    "api",
+    "history",
+    "summary",
+    "search",
+    "queue",
+    "startup",
+    "scale",
+    "stored",
+)
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]
 
