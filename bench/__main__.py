@@ -28,6 +28,7 @@ from bench.core import Row, format_notes, format_table, normalize_row, row
 RESULTS = Path(__file__).with_name("results.json")
 SECTIONS = (
     "overhead",
+    "parts",
     "api",
     "history",
     "summary",
