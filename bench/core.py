@@ -353,6 +353,15 @@ def make_floor(tg: FakeTelegram, llm: FakeLLM) -> BotApp:
     )
 
 
+def peak_rss_mib(pid: int) -> float:
+    """A child process's peak resident memory (VmHWM), MiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return math.nan
+
+
 def make_durable_floor(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> BotApp:
     from bench.floor import DurableFloorRelay
 

@@ -19,19 +19,11 @@ from typing import Any
 
 from tests.e2e.helpers import membot_env
 
-from bench.core import API_KEY, MODEL, TOKEN, Row, RunStats, drive, fakes, row
+from bench.core import API_KEY, MODEL, TOKEN, Row, RunStats, drive, fakes, peak_rss_mib, row
 
 BENCH = "scale"
 LATENCY = 2.0
 TARGET_P99 = 1.2  # membot's p99 at most this times the durable floor's
-
-
-def _peak_rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _measure(bot: str, chats: int, per_chat: int) -> tuple[RunStats, float]:
@@ -67,7 +59,7 @@ async def _measure(bot: str, chats: int, per_chat: int) -> tuple[RunStats, float
                 await tg.wait_for_call("getUpdates", timeout=60, count=polls + 1)
                 ids = list(range(7_000_001, 7_000_001 + chats))
                 stats = await drive(tg, ids, per_chat, bot)
-                rss = _peak_rss_mib(proc.pid)
+                rss = peak_rss_mib(proc.pid)
             finally:
                 proc.terminate()
                 await proc.wait()

@@ -17,7 +17,18 @@ from typing import Any
 
 from tests.e2e.helpers import membot_env
 
-from bench.core import API_KEY, MODEL, REDIS_URL, TOKEN, Row, RunStats, drive, fakes, row
+from bench.core import (
+    API_KEY,
+    MODEL,
+    REDIS_URL,
+    TOKEN,
+    Row,
+    RunStats,
+    drive,
+    fakes,
+    peak_rss_mib,
+    row,
+)
 
 BENCH = "stored"
 FIRST_CHAT = 6_000_001
@@ -37,14 +48,6 @@ async def _fill(repo: Any, chats: int) -> None:
 
     for start in range(0, chats, 200):
         await asyncio.gather(*(one(FIRST_CHAT + n) for n in range(start, min(start + 200, chats))))
-
-
-def _peak_rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _measure(
@@ -80,7 +83,7 @@ async def _measure(
             await tg.wait_for_call("getUpdates", timeout=60, count=polls + 1)
             ready = time.perf_counter() - started
             stats = await drive(tg, list(range(FIRST_CHAT, FIRST_CHAT + active)), 1, "active")
-            rss = _peak_rss_mib(proc.pid)
+            rss = peak_rss_mib(proc.pid)
         finally:
             proc.terminate()
             await proc.wait()
