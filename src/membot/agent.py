@@ -56,6 +56,7 @@ class Agent:
         consult_rounds: int = 3,
         max_rounds: int = 10,
         detect: Detect = detect_language,
+        models: tuple[str, ...] = (),
     ) -> None:
         self.model = model
         self.repository = repository
@@ -81,6 +82,9 @@ class Agent:
         self.max_rounds = max_rounds
         # Tells a conversation's language from its first (long enough) user message.
         self.detect = detect
+        # What a chat may have chosen (MODELS): a stored choice the operator has since taken
+        # off the list is not used; the default is. Empty: any.
+        self.models = frozenset(models)
 
     async def respond(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
@@ -149,8 +153,13 @@ class Agent:
             consultation=switch,
             facts=facts,
         )
-        if before.model is not None and (opts.call is None or opts.call.model is None):
-            opts = replace(opts, call=replace(opts.call or CallOptions(), model=before.model))
+        chosen = before.model
+        if (
+            chosen is not None
+            and (not self.models or chosen in self.models)
+            and (opts.call is None or opts.call.model is None)
+        ):
+            opts = replace(opts, call=replace(opts.call or CallOptions(), model=chosen))
         produced, response = await self._run(messages, sink, tool_ctx, plan, system, opts, switch)
         if switch is not None and switch.plan is not None:
             plan = switch.plan

@@ -88,6 +88,7 @@ def build_agent(
         tasks=tasks,
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
+        models=settings.model_choices,
     )
 
 

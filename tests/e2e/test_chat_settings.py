@@ -4,6 +4,7 @@ the conversation across a restart (files and Redis) and cleared by /reset."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from membot.bot import texts
 from membot.config import DEFAULT_SYSTEM_PROMPT
 from membot.memory.redis import RedisRepository
 from tests.conftest import StartBot
-from tests.e2e.helpers import system_prompt
+from tests.e2e.helpers import HELP_TEXT, system_prompt
 from tests.e2e.test_redis_e2e import on_redis
 from tests.fakes import FakeLLM, FakeTelegram
 
@@ -147,3 +148,36 @@ async def test_model_and_persona_survive_a_restart(
     request = llm.chat_requests[-1]
     assert request["model"] == "smart/large"
     assert system_prompt(request).startswith("Speak like a poet.")
+
+
+async def test_a_model_taken_off_the_list_falls_back_to_the_default(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    bot = await start_bot(models=MODELS)
+    await say(tg, CHAT, "/model smart/large")
+    await bot.stop()
+    await start_bot(models="test/model,fast/small")  # the operator dropped smart/large
+    assert await say(tg, CHAT, "/model") == EN.MODEL_IS.format(model="test/model")
+    await say(tg, CHAT, "hello")
+    assert llm.chat_requests[-1]["model"] == "test/model"
+
+
+async def test_pressing_the_same_button_twice_is_not_an_error(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    await start_bot(models=MODELS)
+    await say(tg, CHAT, "/model")
+    keyboard_message = tg.messages_to(CHAT)[-1].message_id
+    data = buttons(tg, CHAT)[1][1]
+    for presses in (1, 2):
+        tg.push_callback(CHAT, keyboard_message, data)
+        await tg.wait_until(lambda n=presses: len(tg.callback_answers) >= n, what="an answer")
+    # The second edit changes nothing, which Telegram refuses; the user sees no apology.
+    assert await say(tg, CHAT, "/help") == HELP_TEXT
+    assert [m.text for m in tg.messages_to(CHAT)] == [
+        EN.MODEL_IS.format(model="test/model"),
+        HELP_TEXT,
+    ]
+    assert [e[1].split(":")[0] for e in tg.errors] == ["Bad Request"]  # the refused edit
+    # ...and the operator sees no failed update in the log.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text

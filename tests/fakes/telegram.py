@@ -1560,8 +1560,14 @@ class FakeTelegram(LocalServer):
         text = params.get("text")
         if not isinstance(text, str) or not text.strip():
             raise _ApiError(400, "Bad Request: message text is empty")
-        message["text"] = text
         markup = params.get("reply_markup")
+        if text == message.get("text") and markup == message.get("reply_markup"):
+            raise _ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply "
+                "markup are exactly the same as a current content and reply markup of the message",
+            )
+        message["text"] = text
         if isinstance(markup, dict):
             message["reply_markup"] = markup
         self.edits.append(params)

@@ -6,10 +6,12 @@ chat's administrators (asked from Telegram, cached for a minute) and ADMIN_USER_
 
 from __future__ import annotations
 
+import contextlib
 import time
 from decimal import Decimal
 
 from aiogram import Bot, F, Router
+from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, Chat, Message
@@ -97,7 +99,7 @@ def build_router() -> Router:
     ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
-        current = state.model or settings.default_model
+        current = own_model(state.model, settings)
         asked = (command.args or "").strip()
         if not asked:
             keyboard = model_keyboard(settings.model_choices, current)
@@ -126,7 +128,9 @@ def build_router() -> Router:
         admins: ChatAdmins,
     ) -> None:
         message = query.message
-        assert isinstance(message, Message)  # F.message: a message the bot can still see
+        if not isinstance(message, Message):  # too old for the bot to see or edit
+            await query.answer()
+            return
         cid = ConversationId.telegram(message.chat.id)
         words = texts.get((await service.state(cid)).language)
         if not await admins.may_change(bot, message.chat, query.from_user.id):
@@ -140,7 +144,9 @@ def build_router() -> Router:
         await _set_model(service, message.chat.id, chosen, settings)
         done = words.MODEL_SET.format(model=chosen)
         await query.answer(done)
-        await message.edit_text(done, reply_markup=model_keyboard(choices, chosen).as_markup())
+        # Cosmetic: the same button pressed twice is "message is not modified" to Telegram.
+        with contextlib.suppress(TelegramBadRequest):
+            await message.edit_text(done, reply_markup=model_keyboard(choices, chosen).as_markup())
 
     @router.message(Command("persona"))
     async def persona(
@@ -203,6 +209,11 @@ def build_router() -> Router:
         await message.answer("\n\n".join(lines))
 
     return router
+
+
+def own_model(stored: str | None, settings: Settings) -> str:
+    """The model a chat uses: its own while MODELS still offers it, else the default."""
+    return stored if stored in settings.model_choices else settings.default_model
 
 
 async def _set_model(
