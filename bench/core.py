@@ -316,15 +316,14 @@ async def fakes(*, latency: float = 0.0) -> AsyncIterator[tuple[TimedTelegram, F
         yield tg, llm
 
 
-def membot_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides: Any) -> Settings:
-    """membot's defaults (window, tools, summaries...) pointed at the fakes."""
+def bench_values(tg: FakeTelegram, llm_url: str, **overrides: Any) -> dict[str, Any]:
+    """membot's defaults (window, tools, summaries...) pointed at the fakes, as settings."""
     values: dict[str, Any] = {
         "telegram_bot_token": TOKEN,
         "telegram_api_base": tg.base_url,
         "openrouter_api_key": API_KEY,
-        "openrouter_base_url": llm.base_url,
+        "openrouter_base_url": llm_url,
         "openrouter_model": MODEL,
-        "data_dir": data_dir,
         "log_level": "WARNING",
         # Telegram's pace (about one message a second per chat) would be all that one chat
         # sending messages back to back measures; the bench measures membot's own cost.
@@ -334,7 +333,21 @@ def membot_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides:
         "telegram_bot_rate": 10_000.0,
     }
     values.update(overrides)
+    return values
+
+
+def membot_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides: Any) -> Settings:
+    """The settings of an in-process membot (see bench_values)."""
+    values = bench_values(tg, llm.base_url, data_dir=data_dir, **overrides)
     return load_settings(_env_file=None, **values)
+
+
+def process_env(tg: FakeTelegram, llm_url: str, **overrides: Any) -> dict[str, str]:
+    """The environment of a membot process (`python -m membot ...`, see bench_values)."""
+    from tests.e2e.helpers import membot_env
+
+    values = bench_values(tg, llm_url, **overrides)
+    return membot_env(**{name: str(value) for name, value in values.items()})
 
 
 def make_membot(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides: Any) -> MembotApp:

@@ -32,18 +32,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers import membot_env
-
 from bench.core import (
-    API_KEY,
-    MODEL,
     REDIS_URL,
-    TOKEN,
     Row,
     RunStats,
     TimedTelegram,
     drive,
     fakes,
+    process_env,
     row,
 )
 
@@ -113,23 +109,15 @@ async def cluster(
     from membot.memory.redis import create_client
 
     prefix = f"membot-bench-q:{uuid.uuid4().hex}:"
-    env = membot_env(
-        telegram_bot_token=TOKEN,
-        telegram_api_base=tg.base_url,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm_url,
-        openrouter_model=MODEL,
+    env = process_env(
+        tg,
+        llm_url,
         storage="redis",
         queue="redis" if queue else "local",
         redis_url=REDIS_URL,
         redis_prefix=prefix,
-        queue_shards=str(SHARDS),
-        worker_concurrency=str(CONCURRENCY),
-        log_level="WARNING",
-        # The bench measures the queue, not Telegram's pace (which would dominate).
-        telegram_chat_rate="1000",
-        telegram_chat_burst="100",
-        telegram_bot_rate="10000",
+        queue_shards=SHARDS,
+        worker_concurrency=CONCURRENCY,
     )
     client = create_client(REDIS_URL)
     with tempfile.TemporaryDirectory(prefix="membot-bench-queue-") as tmp:

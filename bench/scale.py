@@ -17,9 +17,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers import membot_env
-
-from bench.core import API_KEY, MODEL, TOKEN, Row, RunStats, drive, fakes, peak_rss_mib, row
+from bench.core import (
+    Row,
+    RunStats,
+    drive,
+    fakes,
+    peak_rss_mib,
+    process_env,
+    row,
+)
 
 BENCH = "scale"
 LATENCY = 2.0
@@ -29,20 +35,7 @@ TARGET_P99 = 1.2  # membot's p99 at most this times the durable floor's
 async def _measure(bot: str, chats: int, per_chat: int) -> tuple[RunStats, float]:
     async with fakes(latency=LATENCY) as (tg, llm):
         with tempfile.TemporaryDirectory(prefix="membot-bench-scale-") as tmp:
-            env = membot_env(
-                telegram_bot_token=TOKEN,
-                telegram_api_base=tg.base_url,
-                openrouter_api_key=API_KEY,
-                openrouter_base_url=llm.base_url,
-                openrouter_model=MODEL,
-                data_dir=str(Path(tmp) / "data"),
-                log_level="WARNING",
-                llm_timeout="60",
-                telegram_chat_rate="1000",
-                telegram_chat_burst="100",
-                telegram_group_rate="60000",
-                telegram_bot_rate="10000",
-            )
+            env = process_env(tg, llm.base_url, data_dir=Path(tmp) / "data", llm_timeout=60)
             if bot == "membot":
                 args = [sys.executable, "-m", "membot", "run"]
             else:

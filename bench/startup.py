@@ -18,9 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers import membot_env
-
-from bench.core import API_KEY, MODEL, TOKEN, Row, fakes, row
+from bench.core import Row, fakes, process_env, row
 
 BENCH = "startup"
 COMMAND_TARGET_S = 0.3
@@ -81,15 +79,7 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
         data_dir = cwd / "data"
         await _seed(data_dir)
         async with fakes() as (tg, llm):
-            env = membot_env(
-                telegram_bot_token=TOKEN,
-                telegram_api_base=tg.base_url,
-                openrouter_api_key=API_KEY,
-                openrouter_base_url=llm.base_url,
-                openrouter_model=MODEL,
-                data_dir=str(data_dir),
-                log_level="WARNING",
-            )
+            env = process_env(tg, llm.base_url, data_dir=data_dir)
             membot = [sys.executable, "-m", "membot"]
             cases = {
                 "python -c pass (reference)": [sys.executable, "-c", "pass"],

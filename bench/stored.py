@@ -15,18 +15,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers import membot_env
-
 from bench.core import (
-    API_KEY,
-    MODEL,
     REDIS_URL,
-    TOKEN,
     Row,
     RunStats,
     drive,
     fakes,
     peak_rss_mib,
+    process_env,
     row,
 )
 
@@ -54,19 +50,7 @@ async def _measure(
     extra: dict[str, str], data_dir: Path, active: int
 ) -> tuple[float, RunStats, float]:
     async with fakes() as (tg, llm):
-        env = membot_env(
-            telegram_bot_token=TOKEN,
-            telegram_api_base=tg.base_url,
-            openrouter_api_key=API_KEY,
-            openrouter_base_url=llm.base_url,
-            openrouter_model=MODEL,
-            data_dir=str(data_dir),
-            log_level="WARNING",
-            telegram_chat_rate="1000",
-            telegram_chat_burst="100",
-            telegram_bot_rate="10000",
-            **extra,
-        )
+        env = process_env(tg, llm.base_url, data_dir=data_dir, **extra)
         polls = tg.call_count("getUpdates")
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(

@@ -228,3 +228,39 @@ async def test_two_processes_share_one_window_on_redis(prefix: str, tmp_path: Pa
     finally:
         await one.aclose()
         await two.aclose()
+
+
+class Health:
+    """Stands in for the resilient repository's breaker (memory/resilient.py): the outage
+    is what the test says it is."""
+
+    def __init__(self) -> None:
+        self.available = True
+
+    def failed(self, exc: BaseException) -> None:
+        self.available = False
+
+
+async def test_charges_made_during_an_outage_reach_redis_once_it_is_back(
+    tmp_path: Path, prefix: str
+) -> None:
+    from membot.usage.spooled import SpooledLedger
+
+    client = create_client(REDIS_URL)
+    try:
+        health = Health()
+        ledger = SpooledLedger(RedisLedger(client, prefix), health, tmp_path)
+        await ledger.record(charge("0.1"))
+        health.available = False  # Redis is down: kept in DATA_DIR/usage-spool.jsonl
+        await ledger.record(charge("0.2"))
+        await ledger.record(charge("0.3"))
+        assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("0.1")
+        assert len((tmp_path / "usage-spool.jsonl").read_text().splitlines()) == 2
+        health.available = True  # back: the next charge brings the spooled ones along
+        await ledger.record(charge("0.4"))
+        assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("1.0")
+        assert not (tmp_path / "usage-spool.jsonl").exists()
+        await ledger.record(charge("0.5"))  # and never again
+        assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("1.5")
+    finally:
+        await client.aclose()

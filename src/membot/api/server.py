@@ -47,6 +47,7 @@ from membot.core.sessions import (
     SessionUnavailable,
     sweep_interval,
 )
+from membot.listen import listen
 from membot.llm.errors import (
     LLMError,
     LLMInvalidOutput,
@@ -103,16 +104,8 @@ class ApiServer:
 
     async def start(self) -> None:
         # A request in progress when the server closes gets as long as a turn may take.
-        runner = web.AppRunner(
-            self.app, access_log=None, shutdown_timeout=shutdown_grace(self.settings)
-        )
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        grace = shutdown_grace(self.settings)
+        self._runner = await listen(self.app, self.host, self.port, shutdown_timeout=grace)
         self.sweeper.start()
         log.info("HTTP API listening on %s", self.url)
 

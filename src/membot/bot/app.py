@@ -201,8 +201,14 @@ class MembotApp:
             await self.api.close()
         await self.core.aclose()
 
+    @property
+    def _aiogram_polls(self) -> bool:
+        """aiogram's own polling loop receives (QUEUE=local, polling); else the queue's
+        receiver or a webhook does, and `run` only starts up and waits."""
+        return self.queue is None and self.settings.telegram_mode == "polling"
+
     async def run(self, *, handle_signals: bool = True) -> None:
-        if self.queue is None and self.settings.telegram_mode == "polling":
+        if self._aiogram_polls:
             await self.dispatcher.start_polling(
                 self.bot,
                 handle_signals=handle_signals,
@@ -221,7 +227,7 @@ class MembotApp:
                 await self.bot.session.close()
 
     async def stop(self) -> None:
-        if self.queue is None and self.settings.telegram_mode == "polling":
+        if self._aiogram_polls:
             await self.dispatcher.stop_polling()
         else:
             self._stopped.set()

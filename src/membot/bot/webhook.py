@@ -17,6 +17,8 @@ from typing import Any
 
 from aiohttp import web
 
+from membot.listen import listen
+
 log = logging.getLogger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -50,14 +52,7 @@ class WebhookServer:
         return f"http://{host}:{self.port}{self.path}"
 
     async def start(self) -> None:
-        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=5.0)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self.host, self.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
+        self._runner = await listen(self.app, self.host, self.port, shutdown_timeout=5.0)
         log.info("webhook: listening on %s", self.url)
 
     async def close(self) -> None:

@@ -28,6 +28,9 @@ class SpooledLedger:
         self.health = health
         self.spool = data_dir / SPOOL_NAME
         self._lock = asyncio.Lock()
+        # Whether the spool may hold charges: unknown (None) until the first look, then
+        # known without a stat per charge (only this process writes its DATA_DIR's spool).
+        self._spooled: bool | None = None
 
     async def record(self, charge: Charge) -> None:
         if self.health.available:
@@ -40,6 +43,7 @@ class SpooledLedger:
                 return
         async with self._lock:
             await asyncio.to_thread(self._append, charge_to_json(charge) + "\n")
+            self._spooled = True
 
     def _append(self, line: str) -> None:
         self.spool.parent.mkdir(parents=True, exist_ok=True)
@@ -47,12 +51,15 @@ class SpooledLedger:
             f.write(line)
 
     async def _drain(self) -> None:
-        if not self.spool.exists():  # the usual case: one stat
+        if self._spooled is None:  # a spool left by an earlier run of this process
+            self._spooled = await asyncio.to_thread(self.spool.exists)
+        if not self._spooled:
             return
         async with self._lock:
             try:
                 text = await asyncio.to_thread(self.spool.read_text, "utf-8")
             except FileNotFoundError:
+                self._spooled = False
                 return
             lines = [line for line in text.splitlines() if line.strip()]
             for number, line in enumerate(lines, 1):
@@ -61,8 +68,15 @@ class SpooledLedger:
                 except Exception:
                     log.warning("usage: skipped a torn or corrupt spooled line %d", number)
                     continue
-                await self.inner.record(charge)  # a failure keeps the spool for next time
+                try:
+                    await self.inner.record(charge)
+                except BaseException:
+                    # What is in Redis now leaves the spool: nothing is counted twice later.
+                    rest = "".join(f"{x}\n" for x in lines[number - 1 :])
+                    await asyncio.to_thread(self.spool.write_text, rest, "utf-8")
+                    raise
             await asyncio.to_thread(self.spool.unlink, missing_ok=True)
+            self._spooled = False
             log.info("usage: %d charge(s) recorded during the outage added to Redis", len(lines))
 
     async def totals(self, kind: Kind, subject: str, period: str) -> Totals:
