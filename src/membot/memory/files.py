@@ -209,6 +209,18 @@ class FileRepository:
         # Meta as the archive had it before this turn (a lost meta write of the previous turn
         # is made good from its last line), then this turn's counters and state.
         meta = self._load_meta(cid, last=last[0] if last else None, known=True)
+        if (
+            size
+            and meta.created_at is not None
+            and stored[-1].state is None
+            and (not last or last[0].state is None)
+        ):
+            # Nothing that only meta.json holds changed: its counters, its state and its
+            # updated_at are read from the archive's last line (see _load_meta). Not rewriting
+            # it saves an fsync'd file per turn. It is rewritten on a new archive, a meta that
+            # had to be rebuilt, a turn that changes the state and the turn after one (in
+            # case that turn's meta write failed).
+            return stored
         meta.messages_total = stored[-1].seq
         meta.adopt_turn_state(stored[-1])
         now = utcnow()
@@ -325,4 +337,6 @@ class FileRepository:
         # A crash between the append and the meta write leaves meta behind; the file wins.
         meta.messages_total = last.seq if last else 0
         meta.adopt_turn_state(last)
+        if last is not None and (meta.updated_at is None or last.ts > meta.updated_at):
+            meta.updated_at = last.ts  # meta.json is not rewritten by every turn
         return meta

@@ -12,7 +12,7 @@ from aiogram.utils.chat_action import ChatActionSender
 
 from membot.agent import Incoming, TurnResult
 from membot.bot import texts
-from membot.bot.filters import AddressedToBot, strip_mention
+from membot.bot.filters import AddressedToBot, Inline, strip_mention
 from membot.bot.render import send_markdown, topic_of
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
@@ -116,7 +116,7 @@ async def texts_for(service: ConversationService, message: Message) -> texts.Tex
 def build_router() -> Router:
     router = Router(name="chat")
 
-    @router.message(F.text, AddressedToBot())
+    @router.message(Inline(F.text), AddressedToBot())
     async def on_text(message: Message, bot: Bot, service: ConversationService) -> None:
         incoming = await to_incoming(message, bot)
         await run_turn(message, bot, service, incoming, lambda sink: service.say(incoming, sink))

@@ -18,6 +18,7 @@ from aiogram.types import CallbackQuery, Chat, Message
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from membot.bot import texts
+from membot.bot.filters import Inline
 from membot.bot.handlers.chat import chat_state
 from membot.config import Settings
 from membot.core.service import ConversationService
@@ -118,7 +119,7 @@ def build_router() -> Router:
         await _set_model(service, message.chat.id, asked, settings)
         await message.answer(words.MODEL_SET.format(model=asked))
 
-    @router.callback_query(ModelChoice.filter(), F.message)
+    @router.callback_query(ModelChoice.filter(), Inline(F.message))
     async def model_pressed(
         query: CallbackQuery,
         callback_data: ModelChoice,

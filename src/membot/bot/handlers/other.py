@@ -6,7 +6,7 @@ from aiogram import F, Router
 from aiogram.enums import ContentType
 from aiogram.types import Message
 
-from membot.bot.filters import AddressedToBot
+from membot.bot.filters import AddressedToBot, Inline
 from membot.bot.handlers.chat import texts_for
 from membot.core.service import ConversationService
 
@@ -36,7 +36,7 @@ USER_CONTENT = frozenset(
 def build_router() -> Router:
     router = Router(name="other")
 
-    @router.message(F.content_type.in_(USER_CONTENT), AddressedToBot())
+    @router.message(Inline(F.content_type.in_(USER_CONTENT)), AddressedToBot())
     async def not_text(message: Message, service: ConversationService) -> None:
         await message.answer((await texts_for(service, message)).TEXT_ONLY)
 
