@@ -46,6 +46,7 @@ from membot.memory.durable import (
     replace_atomic,
     write_all,
 )
+from membot.memory.hot import HotContexts
 from membot.memory.models import (
     ChatContext,
     ChatMeta,
@@ -77,6 +78,7 @@ class FileRepository:
     def __init__(self, data_dir: Path | str) -> None:
         self.root = Path(data_dir)
         self._lock = KeyedLocks()
+        self._hot = HotContexts()  # recent contexts, kept true by the writes below
 
     def conversation_dir(self, cid: ConversationId) -> Path:
         return self.root / cid.relative_path()
@@ -89,7 +91,14 @@ class FileRepository:
         return await asyncio.to_thread(read_tail, self.conversation_dir(cid) / MESSAGES, limit)
 
     async def context(self, cid: ConversationId, limit: int) -> ChatContext:
-        return await asyncio.to_thread(self._context_sync, cid, limit)
+        found = self._hot.get(cid, limit)
+        if found is not None:
+            return found
+        # Under the lock: no write may land between the read and keeping what it read.
+        async with self._lock(cid):
+            context = await asyncio.to_thread(self._context_sync, cid, limit)
+            self._hot.put(cid, context, limit)
+        return context
 
     async def iter_messages(
         self, cid: ConversationId, after_seq: int = 0
@@ -127,7 +136,7 @@ class FileRepository:
             return []
         if state is not None:
             messages = [*messages[:-1], replace(messages[-1], state=state)]
-        return await self._write(cid, self._append_sync, cid, messages)
+        return await self._write(cid, self._append_sync, cid, messages, appends=True)
 
     async def save_summary(
         self, cid: ConversationId, text: str, covers_from: int, covers_to: int, generation: str
@@ -147,22 +156,30 @@ class FileRepository:
     async def reset(self, cid: ConversationId) -> None:
         await self._write(cid, self._reset_sync, cid)
 
-    async def _write(self, cid: ConversationId, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _write(
+        self, cid: ConversationId, fn: Callable[..., _T], *args: Any, appends: bool = False
+    ) -> _T:
         """Run a write in a worker thread under the conversation's lock, until it is done.
+        The context kept in memory is dropped first (a failed or cancelled write leaves it
+        unknown); an append's messages are added to it afterwards.
 
         A cancelled caller (a /reset stopping a summary, a shutdown) cannot stop the thread, so
         the lock is held until the thread finishes: otherwise a reset could run beside a
         summary still being written and find it back on disk afterwards.
         """
         async with self._lock(cid):
+            hot = self._hot.pop(cid)
             work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
             try:
-                return await asyncio.shield(work)
+                result = await asyncio.shield(work)
             except asyncio.CancelledError:
                 while not work.done():
                     with contextlib.suppress(asyncio.CancelledError):
                         await asyncio.wait({work})
                 raise
+            if appends and hot is not None:
+                self._hot.appended(cid, hot, result)  # type: ignore[arg-type]
+            return result
 
     async def close(self) -> None:
         return None

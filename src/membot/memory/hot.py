@@ -1,0 +1,101 @@
+"""Recent conversations' contexts, kept in memory by the files backend.
+
+A turn starts by reading its conversation's context: the last WINDOW_SIZE messages, the
+summary, meta and the facts, four files read in a worker thread. The files backend is the
+only writer of its DATA_DIR (one process per DATA_DIR), so a context once read is kept true
+by that backend's own writes: an append adds its messages to it, every other write (a
+summary, a state, facts, a reset) drops it, to be read again by the next turn. Only the
+event loop's thread touches it. Bounded (least recently used first out): memory grows with
+the conversations in use, not with those stored.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from membot.ids import ConversationId
+from membot.memory.models import ChatContext, ChatMeta, Message
+
+# Conversations whose context is kept: a few hundred KiB each at most (a window of long
+# messages), so a few hundred MiB at worst, and a few MiB for everyday chats.
+CAPACITY = 1024
+
+
+@dataclass(slots=True)
+class Hot:
+    history: list[Message]  # the archive's last `depth` messages, or all of them if `whole`
+    depth: int
+    whole: bool
+    summary: str
+    meta: ChatMeta
+    facts: list[str]
+
+
+class HotContexts:
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict[ConversationId, Hot] = OrderedDict()
+
+    def get(self, cid: ConversationId, limit: int) -> ChatContext | None:
+        """The context, if kept and deep enough for `limit` messages. Copies of what the
+        caller could change: the kept one must stay what is on disk."""
+        hot = self._entries.get(cid)
+        if hot is None or (limit > hot.depth and not hot.whole):
+            return None
+        self._entries.move_to_end(cid)
+        return ChatContext(
+            history=hot.history[-limit:] if limit > 0 else [],
+            summary=hot.summary,
+            meta=replace(hot.meta),
+            facts=list(hot.facts),
+        )
+
+    def put(self, cid: ConversationId, context: ChatContext, limit: int) -> None:
+        """Keep a context just read from disk with `limit` messages asked for."""
+        depth = max(limit, 1)
+        self._keep(
+            cid,
+            Hot(
+                history=list(context.history),
+                depth=depth,
+                whole=len(context.history) < depth,
+                summary=context.summary,
+                meta=replace(context.meta),
+                facts=list(context.facts),
+            ),
+        )
+
+    def pop(self, cid: ConversationId) -> Hot | None:
+        """Forget a conversation's context (a write is about to change it)."""
+        return self._entries.pop(cid, None)
+
+    def appended(self, cid: ConversationId, hot: Hot, stored: Sequence[Message]) -> None:
+        """Keep `hot` (popped before the append) with the messages the append stored, and
+        meta as the backend now reads it: counters, the turn's state, its time."""
+        if not stored or hot.meta.created_at is None:
+            # A meta rebuilt in memory (none on disk yet): its generation is not the one the
+            # append just wrote. Read it again.
+            return
+        history = hot.history + list(stored)
+        whole = hot.whole and len(history) <= hot.depth
+        meta = replace(hot.meta)
+        last = stored[-1]
+        meta.messages_total = last.seq
+        meta.adopt_turn_state(last)
+        if meta.updated_at is None or last.ts > meta.updated_at:
+            meta.updated_at = last.ts
+        self._keep(
+            cid,
+            replace(hot, history=history[-hot.depth :], whole=whole, meta=meta),
+        )
+
+    def _keep(self, cid: ConversationId, hot: Hot) -> None:
+        self._entries[cid] = hot
+        self._entries.move_to_end(cid)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
