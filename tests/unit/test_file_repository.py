@@ -346,3 +346,60 @@ async def test_a_turn_stored_when_meta_cannot_be_written_is_not_reported_lost(
     assert "meta.json not updated" in caplog.text
     meta = await repo.get_meta(cid)
     assert (meta.messages_total, meta.state.round) == (4, 2)
+
+
+async def test_the_context_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path: Path) -> None:
+    # The backend keeps recent contexts in memory (memory/hot.py) and its writes keep them
+    # true: after every kind of write, the next turn must see exactly what a bot started
+    # afresh on the same directory would read from disk.
+    repo = FileRepository(tmp_path)
+    cid = tg(77)
+    consulting = ConversationState(mode="consultation", round=1, max_rounds=3)
+
+    async def same_as_on_disk(limit: int = 4) -> None:
+        kept = await repo.context(cid, limit)
+        read = await FileRepository(tmp_path).context(cid, limit)
+        assert [(m.seq, m.content) for m in kept.history] == [
+            (m.seq, m.content) for m in read.history
+        ]
+        if read.meta.created_at is None:  # nothing on disk: each read names a new generation
+            read.meta.generation = kept.meta.generation
+        assert (kept.summary, kept.facts, kept.meta) == (read.summary, read.facts, read.meta)
+
+    async def turn(n: int, state: ConversationState | None = None) -> None:
+        await repo.append(cid, [user(f"q{n}"), Message(role="assistant", content=f"a{n}")], state)
+
+    await same_as_on_disk()  # nothing yet
+    await turn(1)  # the first turn writes meta.json
+    await same_as_on_disk()
+    for n in range(2, 5):  # past the window of 4: the oldest fall out
+        await turn(n)
+        await same_as_on_disk()
+    await turn(5, consulting)  # a state change, and the turn after it
+    await same_as_on_disk()
+    await turn(6)
+    await same_as_on_disk()
+    assert await summarize(repo, cid, "they talked", 1, 8)
+    await same_as_on_disk()
+    await repo.add_fact(cid, "likes tea", 10)
+    await same_as_on_disk()
+    await repo.set_state(cid, ConversationState())
+    await same_as_on_disk()
+    await turn(7)
+    await same_as_on_disk(limit=20)  # a deeper window than the one kept: read again
+    await repo.reset(cid)
+    await same_as_on_disk()
+    await turn(8)
+    await same_as_on_disk()
+
+
+async def test_only_the_most_recent_contexts_are_kept(tmp_path: Path) -> None:
+    from membot.memory.hot import CAPACITY
+
+    repo = FileRepository(tmp_path)
+    for chat in range(1, CAPACITY + 10):
+        await repo.append(tg(chat), [user(f"hello from {chat}")])
+        await repo.context(tg(chat), 20)
+    # The first chats were let go (memory stays bounded); they are read again from disk.
+    assert (await repo.context(tg(1), 20)).history[0].content == "hello from 1"
+    assert (await repo.context(tg(CAPACITY + 9), 20)).meta.messages_total == 1

@@ -240,9 +240,8 @@ class FileRepository:
             return stored
         meta.messages_total = stored[-1].seq
         meta.adopt_turn_state(stored[-1])
-        now = utcnow()
-        meta.created_at = meta.created_at or now
-        meta.updated_at = now
+        meta.created_at = meta.created_at or utcnow()
+        meta.updated_at = stored[-1].ts  # as _load_meta reads it from the archive
         # The archive's last line already holds the counters and any state change; what
         # only meta holds (the generation, created_at) was synced when the file was made.
         try:

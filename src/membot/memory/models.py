@@ -15,7 +15,9 @@ ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    # Milliseconds, as stored (`iso`): a time made here reads back equal to itself.
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def iso(ts: datetime) -> str:
