@@ -172,6 +172,32 @@ async def test_two_workers_share_the_chats_each_in_order_and_none_twice(
     assert {name for name, _ in recorder.seen} == {"w1", "w2"}  # both worked
 
 
+async def test_an_idle_worker_hands_shards_over_to_a_newcomer(client: Redis, prefix: str) -> None:
+    # An idle worker spends its time waiting for new entries; that wait must not keep the
+    # shards it no longer should hold (a second worker started later would never get any).
+    recorder = Recorder()
+    first = make_worker(client, prefix, "w1", recorder)
+    await first.start()
+    second = make_worker(client, prefix, "w2", recorder)
+    try:
+        assert sorted(first.holding()) == list(range(SHARDS))  # alone, it holds every shard
+        await second.start()
+        async with asyncio.timeout(20 * CLAIM_IDLE):
+            await second.wait_for_shards()
+        await second.stream.publish(text_update(1, chats_of(second)[0]))
+        await recorder.wait_for(1)
+    finally:
+        await second.stop(grace=5)
+        await first.stop(grace=5)
+    assert [(name, e.update_id) for name, e in recorder.seen] == [("w2", 1)]
+
+
+def chats_of(worker: StreamWorker) -> list[int]:
+    """Chats whose updates land on the shards `worker` holds."""
+    held = set(worker.holding())
+    return [c for c in range(1, 1000) if worker.stream.shard_of(str(c), 0) in held]
+
+
 async def test_a_dead_workers_updates_are_taken_over_in_order_after_claim_idle(
     client: Redis, prefix: str
 ) -> None:
