@@ -39,7 +39,7 @@ from bench.core import (
     running,
 )
 from membot.ids import ConversationId
-from membot.memory.files import MESSAGES, META, SUMMARIES_LOG, SUMMARY
+from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message, Summary, new_generation
 from membot.memory.redis import RedisRepository, create_client
 

@@ -18,22 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-import shutil
-import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
+from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.archive import (
     ForwardReader,
-    last_summary_upto,
-    read_small,
     read_tail,
     read_text,
     tail_of,
@@ -47,27 +42,29 @@ from membot.memory.durable import (
     write_all,
 )
 from membot.memory.hot import HotContexts
+from membot.memory.layout import (
+    FACTS,
+    MESSAGES,
+    META,
+    SUMMARIES_LOG,
+    SUMMARY,
+    listing,
+    load_meta,
+    remove,
+    write_meta,
+)
 from membot.memory.models import (
     ChatContext,
     ChatMeta,
     ConversationState,
-    CorruptRecord,
     Message,
     Summary,
     iso,
-    new_generation,
     utcnow,
 )
 from membot.memory.smallfiles import read_facts, write_json
 
 log = logging.getLogger(__name__)
-
-MESSAGES = "messages.txt"
-SUMMARY = "summary.txt"
-SUMMARIES_LOG = "summaries.log"
-META = "meta.json"
-FACTS = "facts.json"
-GRAVE_PREFIX = ".deleted-"  # a reset conversation's directory, renamed away before deletion
 
 _T = TypeVar("_T")
 
@@ -115,14 +112,14 @@ class FileRepository:
         return await asyncio.to_thread(read_text, self.conversation_dir(cid) / SUMMARY)
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
-        return await asyncio.to_thread(self._load_meta, cid)
+        return await asyncio.to_thread(load_meta, self.conversation_dir(cid), cid)
 
     async def get_facts(self, cid: ConversationId) -> list[str]:
         path = self.conversation_dir(cid) / FACTS
         return [f["text"] for f in await asyncio.to_thread(read_facts, path)]
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
-        return await asyncio.to_thread(self._list_sync, namespace)
+        return await asyncio.to_thread(listing, self.root, namespace)
 
     # -- writing -------------------------------------------------------------------------
 
@@ -154,7 +151,7 @@ class FileRepository:
         return await self._write(cid, self._remove_facts_sync, cid, list(facts))
 
     async def reset(self, cid: ConversationId) -> None:
-        await self._write(cid, self._reset_sync, cid)
+        await self._write(cid, remove, self.root, self.conversation_dir(cid), cid)
 
     async def _write(
         self, cid: ConversationId, fn: Callable[..., _T], *args: Any, appends: bool = False
@@ -189,7 +186,7 @@ class FileRepository:
     def _context_sync(self, cid: ConversationId, limit: int) -> ChatContext:
         directory = self.conversation_dir(cid)
         history = read_tail(directory / MESSAGES, max(limit, 1))
-        meta = self._load_meta(cid, last=history[-1] if history else None, known=True)
+        meta = load_meta(directory, cid, last=history[-1] if history else None, known=True)
         return ChatContext(
             history=history[-limit:] if limit > 0 else [],
             summary=read_text(directory / SUMMARY),
@@ -225,7 +222,7 @@ class FileRepository:
             fsync_dir(directory)
         # Meta as the archive had it before this turn (a lost meta write of the previous turn
         # is made good from its last line), then this turn's counters and state.
-        meta = self._load_meta(cid, last=last[0] if last else None, known=True)
+        meta = load_meta(directory, cid, last=last[0] if last else None, known=True)
         if (
             size
             and meta.created_at is not None
@@ -233,7 +230,7 @@ class FileRepository:
             and (not last or last[0].state is None)
         ):
             # Nothing that only meta.json holds changed: its counters, its state and its
-            # updated_at are read from the archive's last line (see _load_meta). Not rewriting
+            # updated_at are read from the archive's last line (see layout.load_meta). Not rewriting
             # it saves an fsync'd file per turn. It is rewritten on a new archive, a meta that
             # had to be rebuilt, a turn that changes the state and the turn after one (in
             # case that turn's meta write failed).
@@ -241,11 +238,11 @@ class FileRepository:
         meta.messages_total = stored[-1].seq
         meta.adopt_turn_state(stored[-1])
         meta.created_at = meta.created_at or utcnow()
-        meta.updated_at = stored[-1].ts  # as _load_meta reads it from the archive
+        meta.updated_at = stored[-1].ts  # as load_meta reads it from the archive
         # The archive's last line already holds the counters and any state change; what
         # only meta holds (the generation, created_at) was synced when the file was made.
         try:
-            self._write_meta(meta, sync_dir=size == 0)
+            write_meta(directory, meta, sync_dir=size == 0)
         except OSError as exc:
             # The turn is durable and meta is rebuilt from the archive on every read: failing
             # now would make the caller think the turn was lost, and send it again.
@@ -254,7 +251,7 @@ class FileRepository:
 
     def _save_summary_sync(self, cid: ConversationId, summary: Summary, generation: str) -> bool:
         directory = self.conversation_dir(cid)
-        meta = self._load_meta(cid)
+        meta = load_meta(directory, cid)
         if not directory.is_dir() or meta.generation != generation:
             # The conversation was reset while the summarizer worked: a summary of a dead past.
             log.info("%s: dropping a summary made before a reset", cid)
@@ -264,18 +261,19 @@ class FileRepository:
         meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
         meta.summaries_made += 1
         meta.last_summary_at = summary.ts  # not updated_at: a summary is not activity
-        self._write_meta(meta)
+        write_meta(directory, meta)
         return True
 
     def _set_state_sync(self, cid: ConversationId, state: ConversationState) -> ChatMeta:
-        meta = self._load_meta(cid)
+        directory = self.conversation_dir(cid)
+        meta = load_meta(directory, cid)
         meta.state = state
         # Later than every turn's state in the archive: none of those may win over this one.
         meta.state_seq = meta.messages_total
         meta.updated_at = utcnow()
         meta.created_at = meta.created_at or meta.updated_at
-        self.conversation_dir(cid).mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._write_meta(meta)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_meta(directory, meta)
         return meta
 
     def _add_fact_sync(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
@@ -298,61 +296,3 @@ class FileRepository:
         if removed:
             write_json(path, {"facts": keep})
         return removed
-
-    def _reset_sync(self, cid: ConversationId) -> None:
-        directory = self.conversation_dir(cid)
-        if not directory.exists():
-            return
-        # Rename first so that the conversation is gone at once, even if the delete is
-        # interrupted. Graves live in DATA_DIR itself, whatever the namespace.
-        grave = self.root / f"{GRAVE_PREFIX}{cid.namespace}-{cid.key}-{uuid.uuid4().hex}"
-        os.replace(directory, grave)
-        fsync_dir(directory.parent)
-        # This one's, and any an earlier reset left behind when a crash interrupted it:
-        # forgotten conversations must not linger on disk.
-        for leftover in self.root.glob(f"{GRAVE_PREFIX}*"):
-            shutil.rmtree(leftover, ignore_errors=True)
-
-    def _list_sync(self, namespace: str) -> list[ConversationId]:
-        base = self.root if namespace == TELEGRAM else self.root / namespace
-        found = []
-        try:
-            entries = list(os.scandir(base))
-        except FileNotFoundError:
-            return []
-        for entry in entries:
-            if not entry.is_dir() or entry.name in NAMESPACES:
-                continue
-            with contextlib.suppress(InvalidConversationId):
-                found.append(ConversationId.parse(f"{namespace}:{entry.name}"))
-        return sorted(found)
-
-    def _write_meta(self, meta: ChatMeta, *, sync_dir: bool = True) -> None:
-        path = self.conversation_dir(meta.conversation) / META
-        write_json(path, meta.to_dict(), sync_dir=sync_dir)
-
-    def _load_meta(
-        self, cid: ConversationId, *, last: Message | None = None, known: bool = False
-    ) -> ChatMeta:
-        """meta.json, reconciled with the archive, its source of truth. `last` is the
-        archive's last message when the caller has it (`known`), else it is read here."""
-        directory = self.conversation_dir(cid)
-        meta: ChatMeta | None = None
-        try:
-            meta = ChatMeta.from_dict(json.loads(read_small(directory / META)), cid)
-        except FileNotFoundError:
-            pass
-        except (OSError, ValueError, CorruptRecord) as exc:
-            log.warning("%s: unreadable %s (%s); rebuilding it", cid, META, exc)
-        if meta is None:
-            meta = ChatMeta(conversation=cid, generation=new_generation())
-            meta.summarized_upto = last_summary_upto(directory / SUMMARIES_LOG)
-        if not known:
-            tail = read_tail(directory / MESSAGES, 1)
-            last = tail[0] if tail else None
-        # A crash between the append and the meta write leaves meta behind; the file wins.
-        meta.messages_total = last.seq if last else 0
-        meta.adopt_turn_state(last)
-        if last is not None and (meta.updated_at is None or last.ts > meta.updated_at):
-            meta.updated_at = last.ts  # meta.json is not rewritten by every turn
-        return meta

@@ -30,7 +30,8 @@ from membot.ids import NAMESPACES, ConversationId
 from membot.memory.archive import read_text
 from membot.memory.base import ChatRepository
 from membot.memory.durable import append_lines, fsync_dir, replace_atomic
-from membot.memory.files import FACTS, MESSAGES, META, SUMMARIES_LOG, SUMMARY, FileRepository
+from membot.memory.files import FileRepository
+from membot.memory.layout import FACTS, MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message
 from membot.memory.redis import RedisRepository, create_client
 from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash

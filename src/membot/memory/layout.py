@@ -1,0 +1,87 @@
+"""The file backend's directories: file names, meta.json (read back reconciled with the
+archive), and listing and removing conversations. Blocking: called from worker threads."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
+from membot.memory.archive import last_summary_upto, read_small, read_tail
+from membot.memory.durable import fsync_dir
+from membot.memory.models import ChatMeta, CorruptRecord, Message, new_generation
+from membot.memory.smallfiles import write_json
+
+log = logging.getLogger(__name__)
+
+MESSAGES = "messages.txt"
+SUMMARY = "summary.txt"
+SUMMARIES_LOG = "summaries.log"
+META = "meta.json"
+FACTS = "facts.json"
+GRAVE_PREFIX = ".deleted-"  # a reset conversation's directory, renamed away before deletion
+
+
+def write_meta(directory: Path, meta: ChatMeta, *, sync_dir: bool = True) -> None:
+    write_json(directory / META, meta.to_dict(), sync_dir=sync_dir)
+
+
+def load_meta(
+    directory: Path, cid: ConversationId, *, last: Message | None = None, known: bool = False
+) -> ChatMeta:
+    """meta.json, reconciled with the archive, its source of truth. `last` is the archive's
+    last message when the caller has it (`known`), else it is read here."""
+    meta: ChatMeta | None = None
+    try:
+        meta = ChatMeta.from_dict(json.loads(read_small(directory / META)), cid)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, CorruptRecord) as exc:
+        log.warning("%s: unreadable %s (%s); rebuilding it", cid, META, exc)
+    if meta is None:
+        meta = ChatMeta(conversation=cid, generation=new_generation())
+        meta.summarized_upto = last_summary_upto(directory / SUMMARIES_LOG)
+    if not known:
+        tail = read_tail(directory / MESSAGES, 1)
+        last = tail[0] if tail else None
+    # A crash between the append and the meta write leaves meta behind; the file wins.
+    meta.messages_total = last.seq if last else 0
+    meta.adopt_turn_state(last)
+    if last is not None and (meta.updated_at is None or last.ts > meta.updated_at):
+        meta.updated_at = last.ts  # meta.json is not rewritten by every turn
+    return meta
+
+
+def remove(root: Path, directory: Path, cid: ConversationId) -> None:
+    """A conversation's directory, gone: renamed first so that it is gone at once even if
+    the delete is interrupted (graves live in DATA_DIR itself, whatever the namespace)."""
+    if not directory.exists():
+        return
+    grave = root / f"{GRAVE_PREFIX}{cid.namespace}-{cid.key}-{uuid.uuid4().hex}"
+    os.replace(directory, grave)
+    fsync_dir(directory.parent)
+    # This one's, and any an earlier reset left behind when a crash interrupted it:
+    # forgotten conversations must not linger on disk.
+    for leftover in root.glob(f"{GRAVE_PREFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def listing(root: Path, namespace: str) -> list[ConversationId]:
+    """The conversations of a namespace that have a directory."""
+    base = root if namespace == TELEGRAM else root / namespace
+    found = []
+    try:
+        entries = list(os.scandir(base))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if not entry.is_dir() or entry.name in NAMESPACES:
+            continue
+        with contextlib.suppress(InvalidConversationId):
+            found.append(ConversationId.parse(f"{namespace}:{entry.name}"))
+    return sorted(found)
