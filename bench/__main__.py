@@ -118,6 +118,37 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _section_of(row: dict[str, Any]) -> str:
+    benchmark = str(row.get("benchmark", ""))
+    return "search" if benchmark.startswith("search") else benchmark
+
+
+def _merged(report: dict[str, Any], out: Path, ran: list[str]) -> dict[str, Any]:
+    """A run of some sections replaces those in the results file and keeps the others, so
+    `--only stored` does not throw away the last full run. Each section kept from before
+    says when and how it was measured (`earlier`)."""
+    try:
+        before = json.loads(out.read_text())
+        old_rows = [r for r in before["rows"] if _section_of(r) not in ran]
+    except (OSError, ValueError, KeyError, TypeError):
+        return report
+    earlier = dict(before.get("earlier", {}))
+    for name in {_section_of(r) for r in old_rows} - earlier.keys():
+        earlier[name] = {"mode": before.get("mode"), "machine": before.get("machine")}
+    for name in ran:
+        earlier.pop(name, None)
+    return {
+        **report,
+        "seconds": {**before.get("seconds", {}), **report["seconds"]},
+        "rows": old_rows + report["rows"],
+        "raw": {
+            **{k: v for k, v in before.get("raw", {}).items() if k not in ran},
+            **report["raw"],
+        },
+        "earlier": earlier,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fast smoke run (few samples)")
@@ -161,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "raw": raw,
     }
+    if set(args.only) != set(SECTIONS):
+        report = _merged(report, args.out, args.only)
     args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {args.out}")
     return 0
