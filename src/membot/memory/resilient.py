@@ -30,7 +30,7 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
@@ -41,7 +41,7 @@ from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.breaker import CircuitBreaker
 from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message, new_generation
 from membot.memory.redis import RedisRepository, new_turn_token
-from membot.memory.spool import Change, Spool
+from membot.memory.spool import Change, Spool, replay, write_turn
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -56,17 +56,6 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     OSError,
 )
 SPOOL_NAME = "redis-spool.jsonl"
-
-
-@runtime_checkable
-class _TokenAppend(Protocol):
-    async def append_turn(
-        self,
-        cid: ConversationId,
-        messages: Sequence[Message],
-        state: ConversationState | None,
-        token: str,
-    ) -> list[Message]: ...
 
 
 class ResilientRepository:
@@ -158,7 +147,7 @@ class ResilientRepository:
                     change = self.spool.pending[0]
                     try:
                         async with asyncio.timeout(self.budget):
-                            await self._replay(change)
+                            await replay(self.inner, change)
                     except TRANSIENT:
                         raise
                     except Exception as exc:
@@ -192,32 +181,6 @@ class ResilientRepository:
         self.breaker.close(self.written)
         self.written = 0
 
-    async def _replay(self, change: Change) -> None:
-        cid, args = change.cid, change.args
-        state = change.state()
-        if change.op == "append":
-            await self._write_turn(cid, change.messages(), state, args["token"])
-        elif change.op == "set_state":
-            assert state is not None
-            await self.inner.set_state(cid, state)
-        elif change.op == "add_fact":
-            await self.inner.add_fact(cid, args["fact"], args["limit"])
-        elif change.op == "remove_facts":
-            await self.inner.remove_facts(cid, args["facts"])
-        else:
-            await self.inner.reset(cid)
-
-    async def _write_turn(
-        self,
-        cid: ConversationId,
-        messages: Sequence[Message],
-        state: ConversationState | None,
-        token: str,
-    ) -> list[Message]:
-        if isinstance(self.inner, _TokenAppend):
-            return await self.inner.append_turn(cid, messages, state, token)
-        return await self.inner.append(cid, messages, state)
-
     async def _call(
         self, call: Callable[[], Awaitable[_T]], cid: ConversationId | None = None
     ) -> _T | None:
@@ -242,28 +205,15 @@ class ResilientRepository:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _spooled(self, cid: ConversationId, limit: int) -> list[Message]:
-        """The conversation's turns still in the spool, oldest first, the last `limit` (what
-        came before a spooled reset is gone); seqs are provisional. Read-your-writes while
-        the server is down: the inbox's "was this answered?" sees them."""
-        messages: list[Message] = []
-        for change in self.spool.pending:
-            if change.cid != cid:
-                continue
-            if change.op == "reset":
-                messages = []
-            elif change.op == "append":
-                messages.extend(change.messages())
-        kept = messages[-limit:] if limit > 0 else []
-        return [replace(m, seq=i) for i, m in enumerate(kept, 1)]
-
     async def tail(self, cid: ConversationId, limit: int) -> list[Message]:
         found = await self._call(lambda: self.inner.tail(cid, limit), cid)
-        return self._spooled(cid, limit) if found is None else found
+        return self.spool.turns(cid, limit) if found is None else found
 
     async def context(self, cid: ConversationId, limit: int) -> ChatContext:
         found = await self._call(lambda: self.inner.context(cid, limit), cid)
-        return found or ChatContext(history=self._spooled(cid, limit), summary="", meta=_fresh(cid))
+        if found is not None:
+            return found
+        return ChatContext(history=self.spool.turns(cid, limit), summary="", meta=_fresh(cid))
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
         found = await self._call(lambda: self.inner.get_meta(cid), cid)
@@ -311,7 +261,7 @@ class ResilientRepository:
         if not messages:
             return []
         token = new_turn_token()
-        stored = await self._call(lambda: self._write_turn(cid, messages, state, token), cid)
+        stored = await self._call(lambda: write_turn(self.inner, cid, messages, state, token), cid)
         if stored is not None:
             return stored
         args: dict[str, Any] = {

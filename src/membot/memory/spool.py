@@ -5,7 +5,9 @@ reported done, so a spooled turn survives a kill of the bot. A change is a line
 `{"id", "op", "cid", ...}`; once it has been written to Redis a line `{"done": id}` follows,
 so a replay cut short by a crash resumes after the last change it finished. When every
 change is done the file is emptied. A torn or unreadable line (a crash mid-write, an edit)
-is skipped with a warning.
+is skipped with a warning. `replay` makes a pending change on the repository once it
+answers again (memory/resilient.py decides when), `Spool.turns` gives a conversation's
+pending turns to read meanwhile.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import json
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from membot.ids import ConversationId, InvalidConversationId
+from membot.memory.base import ChatRepository
 from membot.memory.durable import append_lines, open_append, replace_atomic
 from membot.memory.models import ConversationState, Message
 
@@ -178,6 +182,21 @@ class Spool:
         await asyncio.to_thread(append_lines, self.dead_path, change.to_line(), sync_dir=True)
         await self.done(change)
 
+    def turns(self, cid: ConversationId, limit: int) -> list[Message]:
+        """The conversation's turns still pending, oldest first, the last `limit` (what came
+        before a pending reset is gone); seqs are provisional. Read-your-writes while the
+        server is down: the inbox's "was this answered?" sees them."""
+        messages: list[Message] = []
+        for change in self.pending:
+            if change.cid != cid:
+                continue
+            if change.op == "reset":
+                messages = []
+            elif change.op == "append":
+                messages.extend(change.messages())
+        kept = messages[-limit:] if limit > 0 else []
+        return [replace(m, seq=i) for i, m in enumerate(kept, 1)]
+
     def _empty(self) -> None:
         if self._fd is None:  # not owned (cannot happen after load): replace it whole
             replace_atomic(self.path, b"")
@@ -198,6 +217,48 @@ class Spool:
             os.close(fd)
         self._loaded = False
         self.path = self.base
+
+
+@runtime_checkable
+class _TokenAppend(Protocol):
+    async def append_turn(
+        self,
+        cid: ConversationId,
+        messages: Sequence[Message],
+        state: ConversationState | None,
+        token: str,
+    ) -> list[Message]: ...
+
+
+async def write_turn(
+    repo: ChatRepository,
+    cid: ConversationId,
+    messages: Sequence[Message],
+    state: ConversationState | None,
+    token: str,
+) -> list[Message]:
+    """Store a turn under its token where the backend knows tokens (Redis: a turn that did
+    reach the server before its reply was lost is not stored twice)."""
+    if isinstance(repo, _TokenAppend):
+        return await repo.append_turn(cid, messages, state, token)
+    return await repo.append(cid, messages, state)
+
+
+async def replay(repo: ChatRepository, change: Change) -> None:
+    """Make a spooled change on the repository it could not reach."""
+    cid, args = change.cid, change.args
+    state = change.state()
+    if change.op == "append":
+        await write_turn(repo, cid, change.messages(), state, args["token"])
+    elif change.op == "set_state":
+        assert state is not None
+        await repo.set_state(cid, state)
+    elif change.op == "add_fact":
+        await repo.add_fact(cid, args["fact"], args["limit"])
+    elif change.op == "remove_facts":
+        await repo.remove_facts(cid, args["facts"])
+    else:
+        await repo.reset(cid)
 
 
 def _spool_name(spool: Spool, path: Path) -> bool:
