@@ -138,6 +138,21 @@ async def test_stale_meta_after_a_crash_is_reconciled(tmp_path: Path) -> None:
     assert (await repo.get_meta(tg(1))).messages_total == 3
 
 
+async def test_a_time_written_without_a_zone_reads_as_utc(tmp_path: Path) -> None:
+    """A hand-edited or imported archive line with a naive time: the chat still reads (times
+    are compared with meta's), and the time is taken as UTC, as membot writes them."""
+    await FileRepository(tmp_path).append(tg(1), [user("q1")])
+    archive = tmp_path / "1" / "messages.txt"
+    record = json.loads(archive.read_text())
+    record.update(seq=2, content="q2", ts="2099-01-01T10:00:00")
+    with archive.open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+    context = await FileRepository(tmp_path).context(tg(1), 20)
+    assert [m.content for m in context.history] == ["q1", "q2"]
+    assert context.meta.updated_at is not None
+    assert context.meta.updated_at.isoformat() == "2099-01-01T10:00:00+00:00"
+
+
 async def test_tail_reads_only_the_end_of_a_large_archive(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     path = tmp_path / "1" / "messages.txt"

@@ -122,6 +122,26 @@ def test_a_torn_line_is_skipped_with_a_warning(
     assert "torn or corrupt" in caplog.text
 
 
+def test_charges_waiting_for_their_write_survive_a_shutdown_that_skips_close(
+    tmp_path: Path,
+) -> None:
+    """A second Ctrl-C ends `asyncio.run` without the ledger's close(): the loop cancels the
+    writer while its charges wait to share a write. They are written, not lost."""
+    import asyncio
+
+    async def interrupted() -> None:
+        ledger = FileLedger(tmp_path)
+        await ledger.record(charge("0.25"))
+        await ledger.record(charge("0.5"))
+
+    asyncio.run(interrupted())  # returns at once: the writer is still waiting, and cancelled
+
+    async def read() -> Decimal:
+        return (await FileLedger(tmp_path).totals("user", str(USER), "2026-11")).cost
+
+    assert asyncio.run(read()) == Decimal("0.75")
+
+
 def test_redis_units_are_exact() -> None:
     for text in ("0", "0.000001234", "123456.789012345678", "1E-12"):
         value = Decimal(text)

@@ -239,10 +239,11 @@ class FileRepository:
         meta.adopt_turn_state(stored[-1])
         meta.created_at = meta.created_at or utcnow()
         meta.updated_at = stored[-1].ts  # as load_meta reads it from the archive
-        # The archive's last line already holds the counters and any state change; what
-        # only meta holds (the generation, created_at) was synced when the file was made.
+        # Synced whole, directory included: after the turn that follows a state change, the
+        # archive's last line no longer holds that state, and a power cut that lost this
+        # rename would bring the old state back. These writes are rare (see above).
         try:
-            write_meta(directory, meta, sync_dir=size == 0)
+            write_meta(directory, meta)
         except OSError as exc:
             # The turn is durable and meta is rebuilt from the archive on every read: failing
             # now would make the caller think the turn was lost, and send it again.

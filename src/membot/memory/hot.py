@@ -54,7 +54,9 @@ class HotContexts:
 
     def put(self, cid: ConversationId, context: ChatContext, limit: int) -> None:
         """Keep a context just read from disk with `limit` messages asked for."""
-        depth = max(limit, 1)
+        if limit <= 0:
+            return  # no history read: nothing it could answer later without the disk
+        depth = limit
         self._keep(
             cid,
             Hot(

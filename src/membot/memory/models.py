@@ -25,7 +25,10 @@ def iso(ts: datetime) -> str:
 
 
 def parse_iso(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    # A time without a zone (a hand-edited or imported line) is UTC, as membot writes them;
+    # left naive, comparing it with an aware one would fail every read of the chat.
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 class CorruptRecord(ValueError):

@@ -63,8 +63,9 @@ def charge_from_json(line: str) -> Charge:
 
 
 # How long a charge waits for the next ones to share its write (one thread hop a batch).
-# Charges are counted in memory at once; what waits is lost only to a kill -9 or a power cut
-# (an undercount; the answers themselves are durable).
+# Charges are counted in memory at once; what waits is written by close(), or at once if the
+# writer is cancelled (a shutdown that never reached close()), so it is lost only to a
+# kill -9 or a power cut (an undercount; the answers themselves are durable).
 WRITE_DELAY = 0.5
 
 
@@ -120,16 +121,29 @@ class FileLedger:
             self._writer = asyncio.create_task(self._write(), name="membot:usage-writer")
 
     async def _write(self) -> None:
-        while self._pending:
-            if not self._closing.is_set():
-                # Let the charges of the next moments share this write.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), WRITE_DELAY)
+        try:
+            while self._pending:
+                if not self._closing.is_set():
+                    # Let the charges of the next moments share this write.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._closing.wait(), WRITE_DELAY)
+                batch, self._pending = self._pending, []
+                await asyncio.to_thread(self._append_batch, batch)
+        except asyncio.CancelledError:
+            # The loop is ending without close() (a second Ctrl-C): one small append in the
+            # loop's own thread rather than charges lost. A batch already handed to a thread
+            # is finished by that thread.
             batch, self._pending = self._pending, []
-            try:
-                await asyncio.to_thread(self._append, "".join(batch))
-            except OSError as exc:
-                log.warning("usage: %d charge(s) not written to %s: %s", len(batch), self.path, exc)
+            self._append_batch(batch)
+            raise
+
+    def _append_batch(self, batch: list[str]) -> None:
+        if not batch:
+            return
+        try:
+            self._append("".join(batch))
+        except OSError as exc:
+            log.warning("usage: %d charge(s) not written to %s: %s", len(batch), self.path, exc)
 
     def _append(self, lines: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from membot.memory.base import Degradable
+from membot.memory.durable import replace_atomic
 from membot.usage.files import charge_from_json, charge_to_json
 from membot.usage.ledger import Charge, Kind, Row, Totals
 from membot.usage.redis import RedisLedger
@@ -72,8 +73,9 @@ class SpooledLedger:
                     await self.inner.record(charge)
                 except BaseException:
                     # What is in Redis now leaves the spool: nothing is counted twice later.
-                    rest = "".join(f"{x}\n" for x in lines[number - 1 :])
-                    await asyncio.to_thread(self.spool.write_text, rest, "utf-8")
+                    # Replaced whole: a crash mid-rewrite leaves the old spool or this, never half.
+                    rest = "".join(f"{x}\n" for x in lines[number - 1 :]).encode()
+                    await asyncio.to_thread(replace_atomic, self.spool, rest)
                     raise
             await asyncio.to_thread(self.spool.unlink, missing_ok=True)
             self._spooled = False
