@@ -11,9 +11,10 @@ difference between the two bots is what membot adds, fakes' extra work for it in
 Both bots run in the same process, each against its own fake Telegram (two pollers of one
 token would conflict) and a shared zero-latency fake LLM. membot runs with its defaults
 (window 20, every built-in tool declared, summaries every 20 messages, typing indicator,
-Markdown rendering, fsync'd files in a temporary DATA_DIR). Runs alternate between the two
-bots (floor first in even rounds, membot first in odd ones) so machine drift hits both alike;
-each figure is the median over the rounds, and the ratio is of those medians.
+Markdown rendering, fsync'd files in a temporary DATA_DIR). The bots take turns in every
+round, the order rotating, so machine drift hits them alike; each figure is the median over
+the rounds, and each ratio (and CPU difference) the median of the rounds' own ratios, so that
+a machine whose speed drifts during the run compares runs made next to each other.
 
 The fakes share the bots' CPU (one event loop): their cost is in both bots' figures, which
 makes the ratio somewhat kinder to the slower bot than a separate-process setup would be.
@@ -166,6 +167,19 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
     return _rows(results, plan), raw
 
 
+def _paired_ratio(runs: list[Measured], reference: list[Measured]) -> float:
+    """The median of each round's throughput ratio. A round's runs are adjacent in time, so
+    a machine that speeds up or slows down during the bench (seen here: 2x over five rounds)
+    cancels out; a ratio of the two medians would compare runs from different rounds."""
+    pairs = zip(runs, reference, strict=True)
+    return median([a.stats.throughput / b.stats.throughput for a, b in pairs])
+
+
+def _paired_added(runs: list[Measured], reference: list[Measured]) -> float:
+    """The median of each round's difference in CPU per message (see _paired_ratio)."""
+    return median([a.cpu_ms - b.cpu_ms for a, b in zip(runs, reference, strict=True)])
+
+
 def _runs(name: str, case: Case) -> bool:
     """The Redis bot runs the judged (zero-latency) cases only."""
     return name != REDIS or not case.latency
@@ -198,14 +212,15 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
                 figures.append(("CPU per message", cpu[name], "ms"))
             for metric, value, unit in figures:
                 rows.append(row(BENCH, f"{case.name}, {name}", metric, value, unit, note=note))
-        ratio = throughput["membot"] / throughput["floor"]
+        runs_of = {name: results[name][case.name] for name in throughput}
+        ratio = _paired_ratio(runs_of["membot"], runs_of["floor"])
         if not case.latency:
-            added = cpu["membot"] - cpu["floor"]
+            added = _paired_added(runs_of["membot"], runs_of["floor"])
             rows.append(row(BENCH, case.name, "CPU added by membot", added, "ms", note=note))
         if DURABLE in throughput:
-            durable = throughput["membot"] / throughput[DURABLE]
+            durable = _paired_ratio(runs_of["membot"], runs_of[DURABLE])
             if not case.latency:
-                added = cpu["membot"] - cpu[DURABLE]
+                added = _paired_added(runs_of["membot"], runs_of[DURABLE])
                 rows.append(
                     row(BENCH, case.name, "CPU added beyond the durable floor", added, "ms")
                 )
@@ -239,7 +254,7 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
                     BENCH,
                     case.name,
                     "throughput redis/files",
-                    throughput[REDIS] / throughput["membot"],
+                    _paired_ratio(runs_of[REDIS], runs_of["membot"]),
                     "x",
                     note="membot on STORAGE=redis over membot on files, same rounds",
                 )
