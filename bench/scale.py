@@ -75,7 +75,19 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
         best = min(runs, key=lambda m: m[0].p99_ms)  # the quieter of the runs
         p99[bot] = best[0].p99_ms
         answered = min(s.messages for s, _ in runs)
-        rows.append(row(BENCH, bot, "answered", answered, "msgs", note=note))
+        total = chats * per_chat
+        rows.append(
+            row(
+                BENCH,
+                bot,
+                "answered",
+                answered,
+                "msgs",
+                target=f">= {total}",
+                ok=answered >= total,
+                note=note,
+            )
+        )
         rows.append(row(BENCH, bot, "p50", round(best[0].p50_ms), "ms"))
         rows.append(row(BENCH, bot, "p99", round(best[0].p99_ms), "ms"))
         rows.append(row(BENCH, bot, "peak RSS", round(max(r for _, r in runs), 1), "MiB"))
