@@ -4,17 +4,18 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from membot.config import ConfigError, Settings, load_settings, setup_logging
-
 if TYPE_CHECKING:
     from membot.bot.app import Role
+    from membot.config import Settings
+
+# Every command imports what it needs when it runs: `membot --help` imports nothing of ours,
+# the operator commands neither aiogram nor the model client (README "Benchmarks", startup).
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             args.chat_id, args.query, limit=args.limit, as_json=args.json, data_dir=args.data_dir
         )
 
+    from membot.config import ConfigError, load_settings, setup_logging
+
     try:
         settings = load_settings(telegram=command != "api", api=True if command == "api" else None)
     except ConfigError as exc:
@@ -111,6 +114,8 @@ def _freeze_heap() -> None:
 
 
 def _serve_api(settings: Settings) -> int:
+    import asyncio
+
     from membot.api.server import serve_forever
 
     try:
@@ -124,10 +129,13 @@ def _serve_api(settings: Settings) -> int:
 
 
 def _run_bot(settings: Settings, role: Role) -> int:
+    import asyncio
+
     from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
     from redis.exceptions import RedisError
 
     from membot.bot.app import MembotApp  # imported late: aiogram is heavy for check-config
+    from membot.config import ConfigError
 
     async def run() -> None:
         app = MembotApp(settings, role=role)

@@ -13,7 +13,6 @@ from pydantic import Field
 
 from membot.llm.tools.calc import CalcError, evaluate, format_number
 from membot.llm.tools.registry import ToolContext, ToolError, ToolRegistry
-from membot.search import format_hits
 
 MAX_FACTS = 100
 MAX_FACT_CHARS = 500
@@ -38,6 +37,9 @@ async def search_history(
     """
     if ctx.search is None:
         raise ToolError("the archive search is not available")
+    # Imported here: `membot check-config` lists these tools' names, and needs no index.
+    from membot.search import format_hits
+
     hits = await ctx.search.search(ctx.conversation, query, limit=limit)
     return format_hits(hits)
 
