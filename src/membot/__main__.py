@@ -108,12 +108,22 @@ def _freeze_heap() -> None:
     """Everything imported and built before serving lives as long as the process: move it
     out of the collector's sight. aiogram, pydantic and openai leave ~10^6 long-lived
     objects, and walking them made each full collection a 200 ms pause in mid-answer.
-    A process-wide effect, so it belongs here, not to the objects tests build."""
+    A process-wide effect, so it belongs here, not to the objects tests build. The
+    collector was off until now (_collect_later): it is turned back on."""
     gc.collect()
     gc.freeze()
+    gc.enable()
+
+
+def _collect_later() -> None:
+    """No cyclic collection while the server imports and builds what lives as long as it:
+    walking those objects again and again is ~8% of importing aiogram, and none of them is
+    garbage. _freeze_heap collects once and turns the collector back on."""
+    gc.disable()
 
 
 def _serve_api(settings: Settings) -> int:
+    _collect_later()
     import asyncio
 
     from membot.api.server import serve_forever
@@ -129,6 +139,7 @@ def _serve_api(settings: Settings) -> int:
 
 
 def _run_bot(settings: Settings, role: Role) -> int:
+    _collect_later()
     import asyncio
 
     from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
