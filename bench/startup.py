@@ -102,10 +102,18 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
             }
             for args in cases.values():
                 await _wall(args, env, cwd)  # warm: bytecode written, files in the page cache
-            for name, args in cases.items():
-                samples = [await _wall(args, env, cwd) for _ in range(runs)]
-                raw[name] = samples
-                median = statistics.median(samples)
+            # Round-robin, not one case after another: the machine's speed drifts, and each
+            # case's median should come from the same stretch of time as the references'.
+            samples: dict[str, list[float]] = {name: [] for name in cases}
+            polls: list[float] = []
+            for n in range(runs):
+                for name, args in cases.items():
+                    samples[name].append(await _wall(args, env, cwd))
+                if n < (3 if quick else 5):
+                    polls.append(await _first_poll(tg, env, cwd))
+            for name, taken in samples.items():
+                raw[name] = taken
+                median = statistics.median(taken)
                 reference = name.endswith("(reference)")
                 rows.append(
                     row(
@@ -119,7 +127,6 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
                         note=f"median of {runs} runs of a real process, warm install",
                     )
                 )
-            polls = [await _first_poll(tg, env, cwd) for _ in range(3 if quick else 5)]
             raw["membot run: first getUpdates"] = polls
             median = statistics.median(polls)
             rows.append(
