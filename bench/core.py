@@ -415,20 +415,29 @@ async def running(app: BotApp, tg: FakeTelegram) -> AsyncIterator[BotApp]:
         await task
 
 
-async def drive(tg: TimedTelegram, chats: Sequence[int], per_chat: int, tag: str) -> RunStats:
+async def drive(
+    tg: TimedTelegram, chats: Sequence[int], per_chat: int, tag: str, *, count_missing: bool = False
+) -> RunStats:
     """Every chat sends ``per_chat`` messages one after another (each waits for its answer);
-    the chats run concurrently. Returns the wall time over all of them and every latency."""
+    the chats run concurrently. Returns the wall time over all of them and every latency.
+    A message left unanswered fails the run, or with ``count_missing`` ends that chat's
+    messages (the others go on) and is missing from ``messages``, the answers received."""
     latencies: list[float] = []
 
     async def one_chat(chat_id: int) -> None:
         for i in range(per_chat):
             text = f"{tag} c{chat_id} m{i}: what would be a good name for a grey cat?"
-            latencies.append(await tg.ask(chat_id, text))
+            try:
+                latencies.append(await tg.ask(chat_id, text))
+            except RuntimeError:
+                if not count_missing:
+                    raise
+                return
 
     started = time.perf_counter()
     await asyncio.gather(*(one_chat(c) for c in chats))
     wall = time.perf_counter() - started
-    return RunStats(messages=len(chats) * per_chat, wall=wall, latencies=latencies)
+    return RunStats(messages=len(latencies), wall=wall, latencies=latencies)
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ async def _measure(bot: str, chats: int, per_chat: int) -> tuple[RunStats, float
             try:
                 await tg.wait_for_call("getUpdates", timeout=60, count=polls + 1)
                 ids = list(range(7_000_001, 7_000_001 + chats))
-                stats = await drive(tg, ids, per_chat, bot)
+                stats = await drive(tg, ids, per_chat, bot, count_missing=True)
                 rss = peak_rss_mib(proc.pid)
             finally:
                 proc.terminate()

@@ -131,6 +131,13 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
             for n in range(rounds):
                 order = list(cases.items())
                 for key, (extra, data_dir) in order if n % 2 == 0 else reversed(order):
+                    if key[1] == "fresh":
+                        # Empty in every round: a run leaves its 500 chats behind. The stored
+                        # and alone ones both grow by one exchange a chat per round, alike.
+                        data_dir = data_dir.with_name(f"data-{n}")
+                        data_dir.mkdir()
+                        if "redis_prefix" in extra:
+                            extra = {**extra, "redis_prefix": f"{fresh_prefix}{n}:"}
                     ready, stats, rss = await _measure(extra, data_dir, active)
                     runs[key].append(
                         {

@@ -119,23 +119,24 @@ class FileLedger:
         self._pending.append(charge_to_json(charge) + "\n")
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write(), name="membot:usage-writer")
+            self._writer.add_done_callback(self._written)
 
     async def _write(self) -> None:
-        try:
-            while self._pending:
-                if not self._closing.is_set():
-                    # Let the charges of the next moments share this write.
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._closing.wait(), WRITE_DELAY)
-                batch, self._pending = self._pending, []
-                await asyncio.to_thread(self._append_batch, batch)
-        except asyncio.CancelledError:
-            # The loop is ending without close() (a second Ctrl-C): one small append in the
-            # loop's own thread rather than charges lost. A batch already handed to a thread
-            # is finished by that thread.
+        while self._pending:
+            if not self._closing.is_set():
+                # Let the charges of the next moments share this write.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), WRITE_DELAY)
+            batch, self._pending = self._pending, []
+            await asyncio.to_thread(self._append_batch, batch)
+
+    def _written(self, writer: asyncio.Task[None]) -> None:
+        """The writer's end. Cancelled (the loop ending without close(), a second Ctrl-C),
+        before its first step or in its wait: one small append in the loop's own thread
+        rather than charges lost. A batch already handed to a thread is finished by it."""
+        if writer.cancelled() and self._pending:
             batch, self._pending = self._pending, []
             self._append_batch(batch)
-            raise
 
     def _append_batch(self, batch: list[str]) -> None:
         if not batch:
