@@ -150,7 +150,10 @@ def _run_bot(settings: Settings, role: Role) -> int:
 
     async def run() -> None:
         app = MembotApp(settings, role=role)
-        app.dispatcher.startup.register(_freeze_heap)  # after the app's own start-up
+        # Built, not yet serving: the one full collection pauses nothing. Run as a start-up
+        # handler it came after the worker or the webhook had begun, and a 0.3-0.5 s pause
+        # there could let a short lease lapse in mid-answer.
+        _freeze_heap()
         await app.run()
 
     # aiogram turns SIGINT/SIGTERM into a graceful stop; a second Ctrl-C lands here.

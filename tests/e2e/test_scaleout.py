@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import time
 import uuid
 from asyncio.subprocess import PIPE
 from collections.abc import AsyncIterator
@@ -172,8 +173,12 @@ async def worker_in_a_model_call(llm: FakeLLM, redis: Redis, prefix: str, cluste
     text = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
     chat = text.rsplit(" ", 1)[1]
     shard = UpdateStream(redis, prefix, SHARDS).shard_of(chat, 0)
-    holder = await redis.get(f"{prefix}q:lease:{shard}")
-    assert holder is not None, f"shard {shard} has no holder"
+    # CLAIM_IDLE=1 here: on a loaded machine the holder may renew its lease a moment late
+    # and take it back (the shard stays assigned to it). Wait for that, not a first look.
+    deadline = time.monotonic() + 10
+    while (holder := await redis.get(f"{prefix}q:lease:{shard}")) is None:
+        assert time.monotonic() < deadline, f"shard {shard} has no holder"
+        await asyncio.sleep(0.05)
     pid = int(holder.split(":")[1])
     return next(n for n in cluster.processes if cluster.pid_of(n) == pid)
 
