@@ -130,7 +130,7 @@ def _serve_api(settings: Settings) -> int:
 
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_forever(settings, on_ready=_freeze_heap))
+            asyncio.run(serve_forever(settings, before_serving=_freeze_heap))
     except OSError as exc:
         # The port is taken, say: one line, not a traceback.
         print(f"membot: cannot serve the API: {exc.strerror or exc}", file=sys.stderr)

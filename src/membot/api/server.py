@@ -280,16 +280,19 @@ _LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
 # -- `membot api` ------------------------------------------------------------------------------
 
 
-async def serve_forever(settings: Settings, on_ready: Callable[[], object] | None = None) -> None:
+async def serve_forever(
+    settings: Settings, before_serving: Callable[[], object] | None = None
+) -> None:
     """Serve the API alone until SIGINT or SIGTERM, then shut down gracefully: stop taking
-    requests, let those in progress finish, release everything."""
+    requests, let those in progress finish, release everything. `before_serving` runs once
+    everything is built and started, before the port takes requests."""
     core = build_core(settings)
     server = ApiServer(settings, core)
     try:
         await core.start()
+        if before_serving is not None:
+            before_serving()
         await server.start()
-        if on_ready is not None:
-            on_ready()
         log.info(
             "membot api started on %s: model=%s data_dir=%s",
             server.url,

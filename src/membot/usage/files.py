@@ -139,8 +139,6 @@ class FileLedger:
             self._append_batch(batch)
 
     def _append_batch(self, batch: list[str]) -> None:
-        if not batch:
-            return
         try:
             self._append("".join(batch))
         except OSError as exc:
