@@ -85,7 +85,17 @@ class Cluster:
         return "".join(self.output[name])
 
     def describe(self) -> str:
-        return "\n".join(f"--- {n}:\n{self.log(n)[-3000:]}" for n in self.output)
+        """Each process's warnings and queue events in full (what explains a failure), then
+        the end of its log."""
+
+        def notable(line: str) -> bool:
+            return " WARNING " in line or " ERROR " in line or "membot.queue" in line
+
+        parts = []
+        for name in self.output:
+            events = "".join(line for line in self.output[name] if notable(line))
+            parts.append(f"--- {name}:\n{events}... last lines:\n{self.log(name)[-1500:]}")
+        return "\n".join(parts)
 
     async def stop(self) -> None:
         for process in self.processes.values():

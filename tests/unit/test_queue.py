@@ -19,7 +19,7 @@ from tests.unit.conftest import REDIS_URL
 from membot.memory.redis import create_client
 from membot.queue.shards import ShardLeases, assign
 from membot.queue.stream import Entry, QueueMismatch, UpdateStream, chat_of
-from membot.queue.worker import StreamWorker
+from membot.queue.worker import NotHolder, StreamWorker
 
 SHARDS = 4
 CLAIM_IDLE = 0.5
@@ -112,7 +112,7 @@ async def test_an_update_is_queued_once_even_when_it_comes_again(
     for shard in range(SHARDS):
         assert await leases.hold(shard)
     held = [(shard, leases.lease_key(shard)) for shard in range(SHARDS)]
-    entries, _ = await stream.read_held("w", held, 10)
+    entries, _ = await stream.read_held("w", held, 10, "t1")
     assert [(e.update_id, e.chat) for e in entries] == [(10, "1")]
     assert json.loads(entries[0].data)["message"]["text"] == "hi"
     await stream.ack(entries[0])
@@ -130,9 +130,9 @@ async def test_only_the_holder_of_a_shard_reads_from_it(client: Redis, prefix: s
     shard = stream.shard_of("1", 0)
     assert await holder.hold(shard)
     await stream.publish(text_update(11, 1))
-    taken, _ = await stream.read_held("b", [(shard, former.lease_key(shard))], 10)
+    taken, _ = await stream.read_held("b", [(shard, former.lease_key(shard))], 10, "t1")
     assert taken == []
-    entries, last = await stream.read_held("a", [(shard, holder.lease_key(shard))], 10)
+    entries, last = await stream.read_held("a", [(shard, holder.lease_key(shard))], 10, "t2")
     assert [e.update_id for e in entries] == [11]
     assert last == {shard: entries[0].entry_id}  # what the next wait waits past
 
@@ -274,3 +274,186 @@ async def test_a_stopping_worker_finishes_its_turn_and_leaves_the_rest_to_the_ne
         ("next", 2),
         ("next", 3),
     ]
+
+
+async def test_a_worker_whose_lease_lapsed_leaves_the_rest_of_the_chat_to_the_new_holder(
+    client: Redis, prefix: str
+) -> None:
+    # The first worker stalls (its renewals stop) in the middle of a chat's first update,
+    # long enough for its lease to lapse and a second worker to take the shard over. When it
+    # comes back it finishes the turn in hand, but the chat's next updates are the new
+    # holder's: answering them too, side by side, would answer the chat out of order.
+    seen: list[tuple[str, int]] = []
+    changed = asyncio.Event()
+    stalled = asyncio.Event()
+    workers: dict[str, StreamWorker] = {}
+
+    def handler(name: str) -> Callable[[Entry], Awaitable[None]]:
+        async def handle(entry: Entry) -> None:
+            try:
+                if await workers[name].fence(entry):  # as the bot does, inside the chat's turn
+                    return
+            except NotHolder:
+                seen.append((f"{name}: left", entry.update_id))
+                changed.set()
+                raise
+            seen.append((name, entry.update_id))
+            changed.set()
+            if name == "stalled" and entry.update_id == 1:
+                await stalled.wait()
+
+        return handle
+
+    def make(name: str) -> StreamWorker:
+        stream = UpdateStream(client, prefix, SHARDS)
+        leases = ShardLeases(client, prefix, name, ttl=CLAIM_IDLE)
+        workers[name] = StreamWorker(
+            stream, leases, handler(name), concurrency=16, claim_idle=CLAIM_IDLE
+        )
+        return workers[name]
+
+    async def wait_for(count: int) -> None:
+        async with asyncio.timeout(10):
+            while len(seen) < count:
+                changed.clear()
+                await changed.wait()
+
+    first = make("stalled")
+    await first.start()
+    for update_id in (1, 2, 3):
+        await first.stream.publish(text_update(update_id, 42))
+    await wait_for(1)
+    balance = first._tasks[0]  # its heartbeat and lease renewals stop; its turn goes on
+    balance.cancel()
+    await asyncio.gather(balance, return_exceptions=True)
+    second = make("heir")
+    await second.start()
+    try:
+        await wait_for(4)  # the heir took the shard and its updates, the one in hand included
+        stalled.set()  # the stalled one finishes its turn and comes to the chat's next update
+        await wait_for(5)
+        assert first.stream.shard_of("42", 0) not in first.holding()
+    finally:
+        await second.stop(grace=5)
+        await first.stop(grace=5)
+    assert seen == [
+        ("stalled", 1),
+        ("heir", 1),
+        ("heir", 2),
+        ("heir", 3),
+        ("stalled: left", 2),
+    ]
+    assert all([await first.stream.handled(u) for u in (1, 2, 3)])
+
+
+async def test_a_read_retried_after_its_reply_was_lost_returns_what_it_took(
+    client: Redis, prefix: str
+) -> None:
+    stream = UpdateStream(client, prefix, SHARDS)
+    await stream.prepare()
+    leases = ShardLeases(client, prefix, "w", ttl=5)
+    shard = stream.shard_of("42", 0)
+    assert await leases.hold(shard)
+    held = [(shard, leases.lease_key(shard))]
+    await stream.publish(text_update(1, 42))
+    lost, _ = await stream.read_held("w", held, 10, "first")  # its reply never arrives
+    assert [e.update_id for e in lost] == [1]
+    await stream.publish(text_update(2, 42))
+    again, _ = await stream.read_held("w", held, 10, "first")  # the same read, sent again
+    assert [(e.update_id, e.redelivered) for e in again] == [(1, True), (2, False)]
+    after, _ = await stream.read_held("w", held, 10, "second")
+    assert after == []
+
+
+class CuttingProxy:
+    """A TCP proxy in front of Redis that can lose one reply: to a request containing
+    `request`, a reply containing `reply`. Redis ran the request; the connection is cut before
+    the reply gets back, as when Redis is killed or the network fails at that moment."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.request: bytes | None = None
+        self.reply = b""
+        self.cut = asyncio.Event()
+        self.refuse_after_cut = False
+        self.refusing = False  # set: connections are closed at once (Redis unreachable)
+        self.refused = 0
+        self.refused_enough = asyncio.Event()  # the client's own tries (three) were refused
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/0"
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            self.refused += 1
+            if self.refused >= 3:
+                self.refused_enough.set()
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        watched = False  # the last request on this connection is the one to watch
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool) -> None:
+            nonlocal watched
+            while data := await src.read(65536):
+                if up:
+                    watched = self.request is not None and self.request in data
+                elif watched and self.reply in data and not self.cut.is_set():
+                    self.cut.set()
+                    self.refusing = self.refuse_after_cut
+                    return  # the reply is dropped and both sides cut
+                dst.write(data)
+                await dst.drain()
+
+        tasks = [
+            asyncio.create_task(pump(reader, up_writer, True)),
+            asyncio.create_task(pump(up_reader, writer, False)),
+        ]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for w in (writer, up_writer):
+                w.close()
+
+
+@pytest.mark.parametrize("outage", [False, True], ids=["retried", "after-an-outage"])
+async def test_updates_whose_read_reply_was_lost_are_answered_in_order(
+    client: Redis, prefix: str, outage: bool
+) -> None:
+    # The read that took update 1 loses its reply. Either the client sends it again at once
+    # (Redis is back), or Redis stays unreachable a while and the worker reads again later.
+    proxy = CuttingProxy(6379)
+    proxy.refuse_after_cut = outage
+    via_proxy = create_client(await proxy.start(), socket_timeout=5.0)
+    recorder = Recorder()
+    stream = UpdateStream(via_proxy, prefix, SHARDS)
+    leases = ShardLeases(via_proxy, prefix, "w", ttl=5)
+    worker = StreamWorker(stream, leases, recorder.handler("w"), concurrency=16, claim_idle=5)
+    await worker.start()
+    publisher = UpdateStream(client, prefix, SHARDS)
+    try:
+        proxy.request, proxy.reply = f"{prefix}q:read:w".encode(), b'"text":"first"'
+        await publisher.publish(text_update(1, 42, "first"))
+        await publisher.publish(text_update(2, 42))
+        async with asyncio.timeout(10):
+            await proxy.cut.wait()
+            if outage:  # the client's own tries are refused: the read fails for the worker
+                await proxy.refused_enough.wait()
+        proxy.refusing = False
+        await publisher.publish(text_update(3, 42))
+        await recorder.wait_for(3)
+    finally:
+        await worker.stop(grace=5)
+        await via_proxy.aclose()
+        await proxy.close()
+    assert recorder.by_chat() == {"42": [1, 2, 3]}

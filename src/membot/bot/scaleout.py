@@ -26,7 +26,7 @@ from membot.config import ConfigError
 from membot.memory.redis import create_client
 from membot.queue.shards import ReceiverLease, ShardLeases
 from membot.queue.stream import Entry, QueueMismatch, UpdateStream
-from membot.queue.worker import BLOCK_MS, StreamWorker
+from membot.queue.worker import BLOCK_MS, NotHolder, StreamWorker
 from membot.wiring import QUEUE_CONNECT_TIMEOUT, QUEUE_SOCKET_TIMEOUT
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class QueueFront:
             socket_timeout=QUEUE_SOCKET_TIMEOUT + BLOCK_MS / 1000,
         )
         self.stream = UpdateStream(self.client, settings.redis_prefix, settings.queue_shards)
-        self.repeats = QueueRepeats(self.stream, app)
+        self.repeats = QueueRepeats(self, app)
         self.worker: StreamWorker | None = None
         self.receiver: StreamReceiver | None = None
         self.webhook: WebhookServer | None = None
@@ -112,7 +112,8 @@ class QueueFront:
     async def _handle(self, entry: Entry) -> None:
         bot = self.app.bot
         update = Update.model_validate_json(entry.data, context={"bot": bot})
-        await self.app.dispatcher.feed_update(bot, update, redelivered=entry.redelivered)
+        if await self.app.dispatcher.feed_update(bot, update, queue_entry=entry) is NOT_HOLDER:
+            raise NotHolder(entry.shard)
 
     async def _publish(self, update: dict[str, Any], raw: str) -> None:
         try:
@@ -168,14 +169,21 @@ def local_intake(app: MembotApp) -> Intake:
     return intake
 
 
-class QueueRepeats(BaseMiddleware):
-    """Outer update middleware, inside the chat's turn: an update taken over from another
-    worker (or tried again after a failure) may have been handled already. It is skipped if
-    it was marked handled, or if its question is in the chat's archive (its turn was stored:
-    the answer went out, or the worker died in the instant between the two)."""
+# What QueueRepeats returns, through the dispatcher, for an update whose shard has another
+# holder now (an exception would go through the error handlers on its way out).
+NOT_HOLDER = object()
 
-    def __init__(self, stream: UpdateStream, app: MembotApp) -> None:
-        self.stream = stream
+
+class QueueRepeats(BaseMiddleware):
+    """Outer update middleware, inside the chat's turn: is this update still this worker's
+    to answer? Not when another worker holds its shard now (it is left pending for that one,
+    queue/worker.py `fence`), nor when it was marked handled. An update taken over from
+    another worker (or tried again after a failure) is also skipped if its question is in the
+    chat's archive (its turn was stored: the answer went out, or the worker died in the
+    instant between the two)."""
+
+    def __init__(self, front: QueueFront, app: MembotApp) -> None:
+        self.front = front
         self.app = app
 
     async def __call__(
@@ -184,15 +192,22 @@ class QueueRepeats(BaseMiddleware):
         event: TelegramObject,
         data: dict[str, Any],
     ) -> Any:
-        if isinstance(event, Update) and data.get("redelivered"):
-            if await self.stream.handled(event.update_id):
+        entry: Entry | None = data.get("queue_entry")
+        worker = self.front.worker
+        if entry is None or worker is None or not isinstance(event, Update):
+            return await handler(event, data)
+        try:
+            if await worker.fence(entry):
                 return None
-            message = event.message
-            if (
-                message is not None
-                and message.text
-                and await answered(self.app.repository, message.chat.id, message.message_id)
-            ):
-                log.info("update %s was answered before it was taken over", event.update_id)
-                return None
+        except NotHolder:
+            return NOT_HOLDER
+        message = event.message
+        if (
+            entry.redelivered
+            and message is not None
+            and message.text
+            and await answered(self.app.repository, message.chat.id, message.message_id)
+        ):
+            log.info("update %s was answered before it was taken over", event.update_id)
+            return None
         return await handler(event, data)

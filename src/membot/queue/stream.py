@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP = "workers"
+# An update's mark once it is handled (it is "q" while queued).
+HANDLED = "d"
 # How long an update's mark is kept: Telegram keeps an undelivered update for 24 hours.
 MARK_TTL_MS = 86_400_000
 
@@ -50,15 +52,31 @@ return 1
 # Read only from shards whose lease this worker holds, in one step (a fenced read): a worker
 # that lost a shard, and does not know it yet, can take nothing more from it, so every entry
 # of a shard is either in its holder's hands or claimed by the next holder when it takes over.
-# KEYS: n lease keys, then the n streams. ARGV: the worker, the group, the consumer, the most
-# entries to take. Returns, per shard held: {index, the stream's last entry id, entries}.
+#
+# A read takes its entries into the consumer's pending list whether or not the reply arrives.
+# When it does not (Redis killed or cut off after running the script, or a read that timed
+# out), the client sends the same read again, or the worker does after an error: without care
+# the lost entries would sit unseen in that list, their chats answered on without them. So
+# each read carries a token, kept by the worker until a read succeeds, and the script keeps
+# the last token it saw: the same token again means the reply was lost, and the read then also
+# returns every entry still pending for this consumer (the worker skips those it has in hand).
+#
+# KEYS: n lease keys, then the n streams, then the consumer's read key. ARGV: the worker, the
+# group, the consumer, the most new entries to take, the read's token, the read key's life in
+# ms. Returns, per shard held: {index, the stream's last entry id, entries, pending entries}.
 _READ_HELD = """
-local n = #KEYS / 2
+local n = (#KEYS - 1) / 2
 local budget = tonumber(ARGV[4])
+local again = redis.call('SET', KEYS[#KEYS], ARGV[5], 'GET', 'PX', ARGV[6]) == ARGV[5]
 local out = {}
 for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     local entries = {}
+    local pending = {}
+    if again then
+      local got = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'STREAMS', KEYS[n + i], '0')
+      if got then pending = got[1][2] end
+    end
     if budget > 0 then
       local got = redis.call(
         'XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', budget, 'STREAMS', KEYS[n + i], '>')
@@ -70,11 +88,14 @@ for i = 1, n do
     local last = redis.call('XREVRANGE', KEYS[n + i], '+', '-', 'COUNT', 1)
     local last_id = '0-0'
     if #last > 0 then last_id = last[1][1] end
-    table.insert(out, {i - 1, last_id, entries})
+    table.insert(out, {i - 1, last_id, entries, pending})
   end
 end
 return out
 """
+# How long the script remembers a consumer's last read token (a read is retried within
+# seconds; the worker reads at least every BLOCK_MS).
+READ_TOKEN_MS = 600_000
 
 
 class QueueMismatch(Exception):
@@ -169,23 +190,30 @@ class UpdateStream:
         return bool(added)
 
     async def read_held(
-        self, consumer: str, leases: Sequence[tuple[int, str]], count: int
+        self, consumer: str, leases: Sequence[tuple[int, str]], count: int, token: str
     ) -> tuple[list[Entry], dict[int, str]]:
         """New entries (at most `count`) of the shards whose lease (shard, lease key) this
-        consumer holds now, and each held shard's last entry id (what `wait` waits past)."""
+        consumer holds now, and each held shard's last entry id (what `wait` waits past).
+        `token` is the read's: the same one as the last read's means that read's reply was
+        lost, and the entries still pending for this consumer come first (as redelivered)."""
         if not leases:
             return [], {}
         keys = [key for _, key in leases] + [self.key(shard) for shard, _ in leases]
-        reply: Any = await self._read_held(keys=keys, args=[consumer, GROUP, consumer, count])
+        keys.append(f"{self.prefix}q:read:{consumer}")
+        args: list[str | int] = [consumer, GROUP, consumer, count, token, READ_TOKEN_MS]
+        reply: Any = await self._read_held(keys=keys, args=args)
         entries: list[Entry] = []
         last: dict[int, str] = {}
-        for index, last_id, raw in reply:
+        for index, last_id, new, pending in reply:
             shard = leases[int(index)][0]
             last[shard] = str(last_id)
-            for entry_id, flat in raw:
-                if flat:  # empty for an entry deleted while pending
-                    fields = dict(zip(flat[::2], flat[1::2], strict=True))
-                    entries.append(_entry(shard, str(entry_id), fields, redelivered=False))
+            for raw, redelivered in ((pending, True), (new, False)):
+                for entry_id, flat in raw:
+                    if flat:  # empty for an entry deleted while pending
+                        fields = dict(zip(flat[::2], flat[1::2], strict=True))
+                        entries.append(
+                            _entry(shard, str(entry_id), fields, redelivered=redelivered)
+                        )
         return entries, last
 
     async def wait(self, last: dict[int, str], block_ms: int) -> None:
@@ -218,7 +246,12 @@ class UpdateStream:
                 return claimed
 
     async def handled(self, update_id: int) -> bool:
-        return await self.client.get(self.mark_key(update_id)) == "d"
+        return await self.client.get(self.mark_key(update_id)) == HANDLED
+
+    async def fence(self, entry: Entry, lease_key: str) -> tuple[str | None, str | None]:
+        """The holder of the entry's shard and the entry's mark, read together."""
+        owner, mark = await self.client.mget(lease_key, self.mark_key(entry.update_id))
+        return _text(owner), _text(mark)
 
     async def ack(self, entry: Entry) -> None:
         """The update is handled: mark it, acknowledge it, delete it, in one step."""
@@ -232,6 +265,10 @@ class UpdateStream:
             name = info["name"]
             if name not in keep and int(info["pending"]) == 0:
                 await self.client.xgroup_delconsumer(self.key(shard), GROUP, name)
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _entry(shard: int, entry_id: str, fields: dict[str, str], *, redelivered: bool) -> Entry:

@@ -5,6 +5,9 @@ update_id order; lanes run side by side, up to `concurrency` updates in hand. An
 acknowledged only after the handler returned (its turn stored and its answer sent). When the
 handler fails for a reason that passes (Redis or the storage is unreachable), the entry is
 tried again, as a possible repeat, with backoff, and the chat's later updates wait behind it.
+The handler asks `fence` before it answers, inside the chat's turn: a worker whose lease
+lapsed and whose shard was taken over leaves that update, and the chat's later ones, to the
+new holder.
 
 Stopping: no new entries are read or started; the ones being handled finish (within
 `grace`); everything else stays pending in Redis, and the shards are released so the next
@@ -17,6 +20,7 @@ import asyncio
 import bisect
 import contextlib
 import logging
+import uuid
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -26,7 +30,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from membot.memory.base import StorageUnavailable
 from membot.queue.shards import ShardLeases, assign
-from membot.queue.stream import Entry, UpdateStream
+from membot.queue.stream import HANDLED, Entry, UpdateStream
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -44,6 +48,11 @@ BLOCK_MS = 1000
 def _report(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
         log.error("queue: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
+
+
+class NotHolder(Exception):
+    """Raised by the handler (through `StreamWorker.fence`): the update's shard has another
+    holder now. The update is left pending for it, with the chat's later ones."""
 
 
 def transient(exc: BaseException) -> bool:
@@ -71,6 +80,7 @@ class StreamWorker:
         self._draining: set[int] = set()  # held until their updates in hand are done
         self._reading: frozenset[int] = frozenset()  # in the read now waiting on Redis
         self._turn = 0
+        self._read_token = uuid.uuid4().hex  # see stream.py, _READ_HELD
         self._in_hand: Counter[int] = Counter()
         self._ids: set[tuple[int, str]] = set()
         self._lanes: dict[str, deque[Entry]] = {}
@@ -139,8 +149,7 @@ class StreamWorker:
                 self._draining.add(shard)
             elif not await self.leases.hold(shard):
                 log.warning("queue: lost shard %d to another worker", shard)
-                self.owned.discard(shard)
-                self._drop_queued(shard)
+                self._give_up(shard)
         for shard in sorted(self._draining):
             if shard in mine:
                 self._draining.discard(shard)
@@ -192,9 +201,13 @@ class StreamWorker:
                 # (a new worker got its shards after ~27 s instead of ~17 s in `bench queue`).
                 self._reading = frozenset(shards)
                 try:
-                    entries, last = await self.stream.read_held(self.consumer, held, free)
+                    entries, last = await self.stream.read_held(
+                        self.consumer, held, free, self._read_token
+                    )
                 finally:
                     self._reading = frozenset()
+                # Kept after a failed read: if it did take entries, the next read returns them.
+                self._read_token = uuid.uuid4().hex
                 self._up()
                 if not entries:
                     await self.stream.wait(last, BLOCK_MS)
@@ -262,6 +275,14 @@ class StreamWorker:
                 self.handled += 1
                 self._up()
                 return
+            except NotHolder:
+                if entry.shard in self.owned | self._draining:  # said once per shard
+                    log.warning(
+                        "queue: shard %d has another holder now; its updates are left to it",
+                        entry.shard,
+                    )
+                self._give_up(entry.shard)
+                return
             except Exception as exc:
                 if not transient(exc):
                     log.error(
@@ -281,12 +302,29 @@ class StreamWorker:
             attempt += 1
             await self._pause(min(0.25 * 2**attempt, MAX_BACKOFF))
 
+    async def fence(self, entry: Entry) -> bool:
+        """For the handler, once it holds the chat's turn and before it answers: True when
+        the update was handled already; NotHolder when another worker holds its shard now.
+
+        The fenced read keeps a worker that lost a shard from taking more of it, but not from
+        going on with what it took: a lease that lapsed (Redis down or this process stalled
+        for most of CLAIM_IDLE) lets another worker claim the same updates, and two workers
+        answering one chat's updates side by side answer them out of order. Checked inside
+        the turn, the lease tells which of the two goes on: the one holding it now. A lease
+        that lapsed with nobody taking it is still this worker's (only a holder claims)."""
+        owner, mark = await self.stream.fence(entry, self.leases.lease_key(entry.shard))
+        if owner is not None and owner != self.consumer:
+            raise NotHolder(entry.shard)
+        return mark == HANDLED
+
     def _release_entry(self, entry: Entry) -> None:
         self._ids.discard(entry.ref)
         self._in_hand[entry.shard] -= 1
 
-    def _drop_queued(self, shard: int) -> None:
-        """A lost shard's updates not started yet are the new holder's to handle."""
+    def _give_up(self, shard: int) -> None:
+        """Another worker holds the shard: its updates not started yet are that worker's."""
+        self.owned.discard(shard)
+        self._draining.discard(shard)
         for lane in self._lanes.values():
             keep = [e for i, e in enumerate(lane) if i == 0 or e.shard != shard]
             for entry in lane:
