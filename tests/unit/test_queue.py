@@ -363,6 +363,11 @@ async def test_a_read_retried_after_its_reply_was_lost_returns_what_it_took(
     assert [(e.update_id, e.redelivered) for e in again] == [(1, True), (2, False)]
     after, _ = await stream.read_held("w", held, 10, "second")
     assert after == []
+    assert (
+        await client.get(f"{prefix}q:read:w") == "first"
+    )  # a read that took nothing wrote nothing
+    swept, _ = await stream.read_held("w", held, 10, "third", sweep=True)
+    assert [(e.update_id, e.redelivered) for e in swept] == [(1, True), (2, True)]
 
 
 class CuttingProxy:
@@ -457,3 +462,53 @@ async def test_updates_whose_read_reply_was_lost_are_answered_in_order(
         await via_proxy.aclose()
         await proxy.close()
     assert recorder.by_chat() == {"42": [1, 2, 3]}
+
+
+async def test_an_update_stranded_in_the_workers_pending_list_is_answered(
+    client: Redis, prefix: str
+) -> None:
+    # What a token cannot catch: Redis, stalled, ran a client's retry of a read before the read
+    # itself, whose entries then went nowhere. The worker sweeps its pending list now and then.
+    recorder = Recorder()
+    worker = make_worker(client, prefix, "w", recorder)
+    await worker.start()
+    try:
+        stream = worker.stream
+        shard = stream.shard_of("42", 0)
+        async with client.pipeline(transaction=True) as pipe:  # added and taken as one step
+            pipe.xadd(stream.key(shard), {"u": 1, "c": "42", "d": json.dumps(text_update(1, 42))})
+            pipe.xreadgroup("workers", "w", {stream.key(shard): ">"})
+            await pipe.execute()
+        await recorder.wait_for(1, timeout=20 * CLAIM_IDLE)
+    finally:
+        await worker.stop(grace=5)
+    assert [(e.update_id, e.redelivered) for _, e in recorder.seen] == [(1, True)]
+
+
+async def test_a_handled_update_is_marked_done_before_the_chats_turn_is_let_go(
+    client: Redis, prefix: str
+) -> None:
+    marked: list[bool] = []
+    finished = asyncio.Event()
+    workers: list[StreamWorker] = []
+
+    async def handle(entry: Entry) -> None:
+        worker = workers[0]
+        if await worker.fence(entry):
+            return
+        await worker.done(entry)  # as the bot does once it answered, still in the turn
+        marked.append(await worker.stream.handled(entry.update_id))
+        finished.set()
+
+    stream = UpdateStream(client, prefix, SHARDS)
+    leases = ShardLeases(client, prefix, "w", ttl=CLAIM_IDLE)
+    workers.append(StreamWorker(stream, leases, handle, concurrency=16, claim_idle=CLAIM_IDLE))
+    await workers[0].start()
+    try:
+        await stream.publish(text_update(1, 42))
+        async with asyncio.timeout(10):
+            await finished.wait()
+    finally:
+        await workers[0].stop(grace=5)
+    assert marked == [True]
+    assert sum([await client.xlen(stream.key(s)) for s in range(SHARDS)]) == 0

@@ -112,8 +112,9 @@ class QueueFront:
     async def _handle(self, entry: Entry) -> None:
         bot = self.app.bot
         update = Update.model_validate_json(entry.data, context={"bot": bot})
-        if await self.app.dispatcher.feed_update(bot, update, queue_entry=entry) is NOT_HOLDER:
-            raise NotHolder(entry.shard)
+        result = await self.app.dispatcher.feed_update(bot, update, queue_entry=entry)
+        if isinstance(result, NotHolder):  # returned, not raised: see QueueRepeats
+            raise result
 
     async def _publish(self, update: dict[str, Any], raw: str) -> None:
         try:
@@ -169,18 +170,14 @@ def local_intake(app: MembotApp) -> Intake:
     return intake
 
 
-# What QueueRepeats returns, through the dispatcher, for an update whose shard has another
-# holder now (an exception would go through the error handlers on its way out).
-NOT_HOLDER = object()
-
-
 class QueueRepeats(BaseMiddleware):
     """Outer update middleware, inside the chat's turn: is this update still this worker's
     to answer? Not when another worker holds its shard now (it is left pending for that one,
-    queue/worker.py `fence`), nor when it was marked handled. An update taken over from
+    queue/worker.py `fence`; the NotHolder is returned, not raised, as an exception would go
+    through the error handlers), nor when it was marked handled. An update taken over from
     another worker (or tried again after a failure) is also skipped if its question is in the
     chat's archive (its turn was stored: the answer went out, or the worker died in the
-    instant between the two)."""
+    instant between the two). A handled update is acknowledged before the turn is let go."""
 
     def __init__(self, front: QueueFront, app: MembotApp) -> None:
         self.front = front
@@ -199,8 +196,8 @@ class QueueRepeats(BaseMiddleware):
         try:
             if await worker.fence(entry):
                 return None
-        except NotHolder:
-            return NOT_HOLDER
+        except NotHolder as lost:
+            return lost
         message = event.message
         if (
             entry.redelivered
@@ -210,4 +207,9 @@ class QueueRepeats(BaseMiddleware):
         ):
             log.info("update %s was answered before it was taken over", event.update_id)
             return None
-        return await handler(event, data)
+        result = await handler(event, data)
+        try:
+            await worker.done(entry)
+        except RedisError as exc:  # acknowledged after the turn instead, with the worker's tries
+            log.debug("update %s: not acknowledged in its turn: %s", entry.update_id, exc)
+        return result

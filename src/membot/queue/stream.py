@@ -57,17 +57,23 @@ return 1
 # When it does not (Redis killed or cut off after running the script, or a read that timed
 # out), the client sends the same read again, or the worker does after an error: without care
 # the lost entries would sit unseen in that list, their chats answered on without them. So
-# each read carries a token, kept by the worker until a read succeeds, and the script keeps
-# the last token it saw: the same token again means the reply was lost, and the read then also
-# returns every entry still pending for this consumer (the worker skips those it has in hand).
+# each read carries a token, kept by the worker until a read succeeds, and a read that takes
+# entries leaves its token in the consumer's read key: the same token again means the reply
+# was lost, and the read then also returns every entry still pending for this consumer (the
+# worker skips those it has in hand). A read that takes nothing writes nothing (an idle
+# worker reads every second). `sweep` asks for the pending entries in any case: the worker
+# does so now and then, for what a token cannot catch (a stalled Redis that ran a retry
+# before the read it repeats).
 #
 # KEYS: n lease keys, then the n streams, then the consumer's read key. ARGV: the worker, the
 # group, the consumer, the most new entries to take, the read's token, the read key's life in
-# ms. Returns, per shard held: {index, the stream's last entry id, entries, pending entries}.
+# ms, "1" to sweep. Returns, per shard held: {index, the stream's last entry id, entries,
+# pending entries}.
 _READ_HELD = """
 local n = (#KEYS - 1) / 2
 local budget = tonumber(ARGV[4])
-local again = redis.call('SET', KEYS[#KEYS], ARGV[5], 'GET', 'PX', ARGV[6]) == ARGV[5]
+local again = ARGV[7] == '1' or redis.call('GET', KEYS[#KEYS]) == ARGV[5]
+local took = false
 local out = {}
 for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
@@ -83,6 +89,7 @@ for i = 1, n do
       if got then
         entries = got[1][2]
         budget = budget - #entries
+        took = took or #entries > 0
       end
     end
     local last = redis.call('XREVRANGE', KEYS[n + i], '+', '-', 'COUNT', 1)
@@ -91,6 +98,7 @@ for i = 1, n do
     table.insert(out, {i - 1, last_id, entries, pending})
   end
 end
+if took then redis.call('SET', KEYS[#KEYS], ARGV[5], 'PX', ARGV[6]) end
 return out
 """
 # How long the script remembers a consumer's last read token (a read is retried within
@@ -190,17 +198,25 @@ class UpdateStream:
         return bool(added)
 
     async def read_held(
-        self, consumer: str, leases: Sequence[tuple[int, str]], count: int, token: str
+        self,
+        consumer: str,
+        leases: Sequence[tuple[int, str]],
+        count: int,
+        token: str,
+        *,
+        sweep: bool = False,
     ) -> tuple[list[Entry], dict[int, str]]:
         """New entries (at most `count`) of the shards whose lease (shard, lease key) this
         consumer holds now, and each held shard's last entry id (what `wait` waits past).
-        `token` is the read's: the same one as the last read's means that read's reply was
-        lost, and the entries still pending for this consumer come first (as redelivered)."""
+        `token` is the read's: the same one as the last read that took entries means that
+        read's reply was lost, and the entries still pending for this consumer come first (as
+        redelivered); `sweep` returns those in any case."""
         if not leases:
             return [], {}
         keys = [key for _, key in leases] + [self.key(shard) for shard, _ in leases]
         keys.append(f"{self.prefix}q:read:{consumer}")
         args: list[str | int] = [consumer, GROUP, consumer, count, token, READ_TOKEN_MS]
+        args.append("1" if sweep else "0")
         reply: Any = await self._read_held(keys=keys, args=args)
         entries: list[Entry] = []
         last: dict[int, str] = {}

@@ -54,6 +54,11 @@ class NotHolder(Exception):
     """Raised by the handler (through `StreamWorker.fence`): the update's shard has another
     holder now. The update is left pending for it, with the chat's later ones."""
 
+    def __init__(self, shard: int, taken: int) -> None:
+        super().__init__(shard)
+        self.shard = shard
+        self.taken = taken  # how many times this worker had taken the shard, when it was seen
+
 
 def transient(exc: BaseException) -> bool:
     """Failures that pass: the update is tried again, not given up."""
@@ -81,6 +86,9 @@ class StreamWorker:
         self._reading: frozenset[int] = frozenset()  # in the read now waiting on Redis
         self._turn = 0
         self._read_token = uuid.uuid4().hex  # see stream.py, _READ_HELD
+        self._sweep = False  # the next read also returns this worker's pending entries
+        self._taken: Counter[int] = Counter()  # times each shard was taken by this worker
+        self._acked: set[tuple[int, str]] = set()  # acknowledged by the handler, in its turn
         self._in_hand: Counter[int] = Counter()
         self._ids: set[tuple[int, str]] = set()
         self._lanes: dict[str, deque[Entry]] = {}
@@ -166,9 +174,11 @@ class StreamWorker:
                 if orphans:
                     log.info("queue: shard %d: took over %d update(s)", shard, len(orphans))
                 self.owned.add(shard)
+                self._taken[shard] += 1
                 for entry in orphans:
                     self._dispatch(entry)
                 await self.stream.forget_consumers(shard, keep=set(live))
+        self._sweep = True  # once per rebalance (every CLAIM_IDLE/3)
         self._wake.set()
         async with self._balanced:
             self._balanced.notify_all()
@@ -201,13 +211,15 @@ class StreamWorker:
                 # (a new worker got its shards after ~27 s instead of ~17 s in `bench queue`).
                 self._reading = frozenset(shards)
                 try:
+                    sweep = self._sweep
                     entries, last = await self.stream.read_held(
-                        self.consumer, held, free, self._read_token
+                        self.consumer, held, free, self._read_token, sweep=sweep
                     )
                 finally:
                     self._reading = frozenset()
                 # Kept after a failed read: if it did take entries, the next read returns them.
                 self._read_token = uuid.uuid4().hex
+                self._sweep = self._sweep and not sweep
                 self._up()
                 if not entries:
                     await self.stream.wait(last, BLOCK_MS)
@@ -271,11 +283,16 @@ class StreamWorker:
                     if not (entry.redelivered and await self.stream.handled(entry.update_id)):
                         await self.handler(entry)
                     done = True
-                await self.stream.ack(entry)
+                if entry.ref not in self._acked:  # else the handler did, in the chat's turn
+                    await self.stream.ack(entry)
                 self.handled += 1
                 self._up()
                 return
-            except NotHolder:
+            except NotHolder as lost:
+                if lost.taken != self._taken[entry.shard]:
+                    # Seen before this worker took the shard back: its turn again, at once.
+                    entry = replace(entry, redelivered=True)
+                    continue
                 if entry.shard in self.owned | self._draining:  # said once per shard
                     log.warning(
                         "queue: shard %d has another holder now; its updates are left to it",
@@ -312,13 +329,22 @@ class StreamWorker:
         answering one chat's updates side by side answer them out of order. Checked inside
         the turn, the lease tells which of the two goes on: the one holding it now. A lease
         that lapsed with nobody taking it is still this worker's (only a holder claims)."""
+        taken = self._taken[entry.shard]
         owner, mark = await self.stream.fence(entry, self.leases.lease_key(entry.shard))
         if owner is not None and owner != self.consumer:
-            raise NotHolder(entry.shard)
+            raise NotHolder(entry.shard, taken)
         return mark == HANDLED
+
+    async def done(self, entry: Entry) -> None:
+        """For the handler, still inside the chat's turn, once the update is handled: it is
+        acknowledged (marked done) before the turn is let go, so a worker that took the shard
+        over and waits for the turn with the same update finds it done, whatever its kind."""
+        await self.stream.ack(entry)
+        self._acked.add(entry.ref)
 
     def _release_entry(self, entry: Entry) -> None:
         self._ids.discard(entry.ref)
+        self._acked.discard(entry.ref)
         self._in_hand[entry.shard] -= 1
 
     def _give_up(self, shard: int) -> None:
