@@ -213,9 +213,9 @@ async def test_a_dead_workers_updates_are_taken_over_in_order_after_claim_idle(
     loop = asyncio.get_running_loop()
     died = loop.time()
     first._stop.set()  # (redis-py may swallow a cancel in mid-read: the loop must end too)
-    for task in [*first._tasks, *first._lane_tasks.values()]:
+    for task in [*first._tasks, *first._lanes.tasks.values()]:
         task.cancel()
-    await asyncio.gather(*first._tasks, *first._lane_tasks.values(), return_exceptions=True)
+    await asyncio.gather(*first._tasks, *first._lanes.tasks.values(), return_exceptions=True)
     recorder.hold = None
     second = make_worker(client, prefix, "heir", recorder)
     await second.start()

@@ -1,8 +1,9 @@
 """A worker: reads the shards it holds, answers each chat's updates in order, acknowledges.
 
-Entries are put in lanes, one per chat: a lane runs its updates one after another, in
-update_id order; lanes run side by side, up to `concurrency` updates in hand. An entry is
-acknowledged only after the handler returned (its turn stored and its answer sent). When the
+Entries are put in lanes (lanes.py), one per chat: a lane runs its updates one after another,
+in update_id order; lanes run side by side, up to `concurrency` updates in hand. An entry is
+acknowledged only once handled (its turn stored and its answer sent): by the handler through
+`done`, still in the chat's turn, or else after the handler returned. When the
 handler fails for a reason that passes (Redis or the storage is unreachable), the entry is
 tried again, as a possible repeat, with backoff, and the chat's later updates wait behind it.
 The handler asks `fence` before it answers, inside the chat's turn: a worker whose lease
@@ -17,11 +18,10 @@ holder takes those entries over at once, oldest first.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import uuid
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from redis.exceptions import RedisError, ResponseError
 
 from membot.memory.base import StorageUnavailable
+from membot.queue.lanes import Lanes
 from membot.queue.shards import ShardLeases, assign
 from membot.queue.stream import HANDLED, Entry, UpdateStream
 
@@ -43,11 +44,6 @@ Handler = Callable[[Entry], Awaitable[None]]
 MAX_BACKOFF = 10.0
 # How long one read waits for new entries (it is cancelled at once on stop).
 BLOCK_MS = 1000
-
-
-def _report(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("queue: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
 
 
 class NotHolder(Exception):
@@ -88,14 +84,10 @@ class StreamWorker:
         self._read_token = uuid.uuid4().hex  # see stream.py, _READ_HELD
         self._sweep = False  # the next read also returns this worker's pending entries
         self._taken: Counter[int] = Counter()  # times each shard was taken by this worker
-        self._acked: set[tuple[int, str]] = set()  # acknowledged by the handler, in its turn
-        self._in_hand: Counter[int] = Counter()
-        self._ids: set[tuple[int, str]] = set()
-        self._lanes: dict[str, deque[Entry]] = {}
-        self._lane_tasks: dict[str, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
+        self._lanes = Lanes(self._handle, stopping=self._stop, freed=self._wake)
         self._down = False  # Redis is unreachable: warned once
         self._balanced = asyncio.Condition()  # notified after each look at the shards
         self.handled = 0
@@ -119,7 +111,7 @@ class StreamWorker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(RedisError):
             await self.leases.leave()  # the others rebalance without waiting for our lease
-        lanes = list(self._lane_tasks.values())
+        lanes = list(self._lanes.tasks.values())
         if lanes:
             _, late = await asyncio.wait(lanes, timeout=grace)
             if late:
@@ -162,7 +154,7 @@ class StreamWorker:
             if shard in mine:
                 self._draining.discard(shard)
                 self.owned.add(shard)
-            elif self._in_hand[shard] == 0 and shard not in self._reading:
+            elif self._lanes.in_hand[shard] == 0 and shard not in self._reading:
                 await self.leases.release(shard)
                 self._draining.discard(shard)
             else:
@@ -176,7 +168,7 @@ class StreamWorker:
                 self.owned.add(shard)
                 self._taken[shard] += 1
                 for entry in orphans:
-                    self._dispatch(entry)
+                    self._lanes.add(entry)
                 await self.stream.forget_consumers(shard, keep=set(live))
         self._sweep = True  # once per rebalance (every CLAIM_IDLE/3)
         self._wake.set()
@@ -192,7 +184,7 @@ class StreamWorker:
 
     async def _read_loop(self) -> None:
         while not self._stop.is_set():
-            free = self.concurrency - len(self._ids)
+            free = self.concurrency - len(self._lanes)
             shards = sorted(self.owned)
             if free <= 0 or not shards:
                 self._wake.clear()
@@ -236,43 +228,9 @@ class StreamWorker:
                 continue
             for entry in entries:
                 if entry.shard in self.owned or entry.shard in self._draining:
-                    self._dispatch(entry)
+                    self._lanes.add(entry)
 
-    # -- lanes -------------------------------------------------------------------------------
-
-    def _dispatch(self, entry: Entry) -> None:
-        if entry.ref in self._ids:
-            return
-        self._ids.add(entry.ref)
-        self._in_hand[entry.shard] += 1
-        key = entry.chat or f"#{entry.update_id}"
-        lane = self._lanes.setdefault(key, deque())
-        # In update_id order among those not started (a webhook may deliver out of order).
-        start = 1 if key in self._lane_tasks else 0
-        ids = [e.update_id for e in list(lane)[start:]]
-        lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
-        if key not in self._lane_tasks:
-            task = asyncio.create_task(self._drain(key), name=f"lane-{key}")
-            task.add_done_callback(_report)
-            self._lane_tasks[key] = task
-
-    async def _drain(self, key: str) -> None:
-        lane = self._lanes[key]
-        try:
-            while lane and not self._stop.is_set():
-                entry = lane[0]
-                try:
-                    await self._handle(entry)
-                finally:
-                    lane.popleft()
-                    self._release_entry(entry)
-        finally:
-            for entry in lane:  # not started: left pending for the shard's next holder
-                self._release_entry(entry)
-            lane.clear()
-            del self._lanes[key]
-            del self._lane_tasks[key]
-            self._wake.set()
+    # -- updates ----------------------------------------------------------------------------
 
     async def _handle(self, entry: Entry) -> None:
         done = False
@@ -283,7 +241,7 @@ class StreamWorker:
                     if not (entry.redelivered and await self.stream.handled(entry.update_id)):
                         await self.handler(entry)
                     done = True
-                if entry.ref not in self._acked:  # else the handler did, in the chat's turn
+                if entry.ref not in self._lanes.acked:  # else the handler did, in its turn
                     await self.stream.ack(entry)
                 self.handled += 1
                 self._up()
@@ -340,24 +298,13 @@ class StreamWorker:
         acknowledged (marked done) before the turn is let go, so a worker that took the shard
         over and waits for the turn with the same update finds it done, whatever its kind."""
         await self.stream.ack(entry)
-        self._acked.add(entry.ref)
-
-    def _release_entry(self, entry: Entry) -> None:
-        self._ids.discard(entry.ref)
-        self._acked.discard(entry.ref)
-        self._in_hand[entry.shard] -= 1
+        self._lanes.acked.add(entry.ref)
 
     def _give_up(self, shard: int) -> None:
         """Another worker holds the shard: its updates not started yet are that worker's."""
         self.owned.discard(shard)
         self._draining.discard(shard)
-        for lane in self._lanes.values():
-            keep = [e for i, e in enumerate(lane) if i == 0 or e.shard != shard]
-            for entry in lane:
-                if entry not in keep:
-                    self._release_entry(entry)
-            lane.clear()
-            lane.extend(keep)
+        self._lanes.drop_queued(shard)
 
     # -- outages -----------------------------------------------------------------------------
 

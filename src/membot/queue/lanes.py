@@ -1,0 +1,92 @@
+"""A worker's updates in hand, in lanes: one per chat, whose updates run one after another in
+update_id order; lanes run side by side. Each update is given to `run` (the worker's
+`_handle`), which acknowledges it or leaves it pending."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+
+from membot.queue.stream import Entry
+
+log = logging.getLogger(__name__)
+
+
+def _report(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("queue: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
+
+
+class Lanes:
+    def __init__(
+        self,
+        run: Callable[[Entry], Awaitable[None]],
+        *,
+        stopping: asyncio.Event,
+        freed: asyncio.Event,
+    ) -> None:
+        self._run = run
+        self._stopping = stopping  # set: a lane starts no more updates
+        self._freed = freed  # set whenever a lane ends (room for more)
+        self.in_hand: Counter[int] = Counter()  # per shard
+        self.acked: set[tuple[int, str]] = set()  # acknowledged by the handler, in its turn
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._ids: set[tuple[int, str]] = set()
+        self._lanes: dict[str, deque[Entry]] = {}
+
+    def __len__(self) -> int:
+        """Updates in hand, started or not."""
+        return len(self._ids)
+
+    def add(self, entry: Entry) -> None:
+        """Into its chat's lane; an update already in hand (read again) is ignored."""
+        if entry.ref in self._ids:
+            return
+        self._ids.add(entry.ref)
+        self.in_hand[entry.shard] += 1
+        key = entry.chat or f"#{entry.update_id}"
+        lane = self._lanes.setdefault(key, deque())
+        # In update_id order among those not started (a webhook may deliver out of order).
+        start = 1 if key in self.tasks else 0
+        ids = [e.update_id for e in list(lane)[start:]]
+        lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
+        if key not in self.tasks:
+            task = asyncio.create_task(self._drain(key), name=f"lane-{key}")
+            task.add_done_callback(_report)
+            self.tasks[key] = task
+
+    def drop_queued(self, shard: int) -> None:
+        """The shard's updates not started yet are let go (left pending in Redis)."""
+        for lane in self._lanes.values():
+            keep = [e for i, e in enumerate(lane) if i == 0 or e.shard != shard]
+            for entry in lane:
+                if entry not in keep:
+                    self._release(entry)
+            lane.clear()
+            lane.extend(keep)
+
+    async def _drain(self, key: str) -> None:
+        lane = self._lanes[key]
+        try:
+            while lane and not self._stopping.is_set():
+                entry = lane[0]
+                try:
+                    await self._run(entry)
+                finally:
+                    lane.popleft()
+                    self._release(entry)
+        finally:
+            for entry in lane:  # not started: left pending for the shard's next holder
+                self._release(entry)
+            lane.clear()
+            del self._lanes[key]
+            del self.tasks[key]
+            self._freed.set()
+
+    def _release(self, entry: Entry) -> None:
+        self._ids.discard(entry.ref)
+        self.acked.discard(entry.ref)
+        self.in_hand[entry.shard] -= 1
