@@ -10,11 +10,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
+from tests.redis_proxy import CuttingProxy
 
 from membot.core.service import ConversationBusy, ConversationService
 from membot.core.turnlock import RedisTurnLocks
 from membot.ids import ConversationId
 from membot.memory import MemoryRepository
+from membot.memory.redis import create_client
 
 CID = ConversationId.telegram(4242)
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -111,3 +113,44 @@ async def test_a_lock_left_by_a_killed_process_expires(prefix: str) -> None:
             assert await client.get(locks.key(CID)) != b"dead-owner"
     finally:
         await client.aclose()
+
+
+class Breaker:
+    """What the resilient repository is to the lock (memory.base.Degradable): Redis's health."""
+
+    def __init__(self) -> None:
+        self.failures: list[BaseException] = []
+
+    @property
+    def available(self) -> bool:
+        return not self.failures
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures.append(exc)
+
+
+@pytest.mark.parametrize("resilient", [False, True], ids=["queue", "resilient"])
+async def test_a_lock_whose_reply_was_lost_is_taken_without_waiting_for_it_to_expire(
+    prefix: str, resilient: bool
+) -> None:
+    # The SET that takes the lock reaches Redis, its reply does not; the client sends it
+    # again, which finds the lock held by its own token. Waiting for that lock to expire
+    # would hold the conversation up for the whole timeout (CLAIM_IDLE, 30 s by default).
+    proxy = CuttingProxy(6379)
+    client = create_client(await proxy.start(), socket_timeout=5.0)
+    health = Breaker()
+    locks = RedisTurnLocks(
+        client, prefix, timeout=60.0, poll=0.01, health=health if resilient else None, budget=5.0
+    )
+    key = locks.key(CID)
+    proxy.request, proxy.reply = key.encode(), b"+OK"
+    try:
+        async with asyncio.timeout(10):  # not the lock's 60 s
+            async with locks.hold(CID):
+                assert proxy.cut.is_set()  # the first reply was lost indeed
+                assert health.failures == []
+                assert await client.pttl(key) > 50_000  # held, taken again just now
+        assert await client.exists(key) == 0  # and let go
+    finally:
+        await client.aclose()
+        await proxy.close()

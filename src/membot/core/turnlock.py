@@ -107,23 +107,39 @@ class RedisTurnLocks:
         if self.health is None:
             # A failure here propagates (QUEUE=redis: the update is tried again later).
             await self._release_orphan(self.key(cid))
-            return bool(await lock.acquire(blocking=wait, token=token))
+            return await self._poll(lock, token, wait=wait, budget=None)
         from redis.exceptions import RedisError
 
-        # Polled here rather than by redis-py, so that each call has the budget.
         try:
             await self._release_orphan(self.key(cid))
-            while True:
-                async with asyncio.timeout(self.budget):
-                    if await lock.acquire(blocking=False, token=token):
-                        return True
-                if not wait:
-                    return False
-                await asyncio.sleep(self.poll)  # the lock's poll period, not synchronisation
+            return await self._poll(lock, token, wait=wait, budget=self.budget)
         except (RedisError, TimeoutError, OSError) as exc:
             self._orphans[self.key(cid)] = (lock, token)  # the SET may have reached Redis
             self.health.failed(exc)
             return False
+
+    async def _poll(self, lock: Lock, token: str, *, wait: bool, budget: float | None) -> bool:
+        """Try to take the lock every `poll` seconds (polled here rather than by redis-py, so
+        that each try has the budget and sees its own token)."""
+        while True:
+            async with asyncio.timeout(budget):
+                if await self._take(lock, token):
+                    return True
+            if not wait:
+                return False
+            await asyncio.sleep(self.poll)  # the lock's poll period, not synchronisation
+
+    async def _take(self, lock: Lock, token: str) -> bool:
+        if await lock.acquire(blocking=False, token=token):
+            return True
+        # A SET that reached Redis but whose reply was lost, sent again by the client, finds
+        # the lock held by this very token: without this the turn would wait for its own lock
+        # to expire. It is let go and taken again, so redis-py's Lock knows it holds it.
+        held = await self.client.get(lock.name)
+        if (held.decode() if isinstance(held, bytes) else held) != token:
+            return False
+        await self._release_token(lock, token)
+        return bool(await lock.acquire(blocking=False, token=token))
 
     async def _release(self, lock: Lock, token: str, cid: ConversationId) -> None:
         from redis.exceptions import LockError, RedisError
@@ -145,18 +161,20 @@ class RedisTurnLocks:
 
     async def _release_orphan(self, name: str) -> None:
         """Release a lock of this process that Redis went down with (it may hold it still)."""
-        from redis.exceptions import LockError
-
         orphan = self._orphans.get(name)
         if orphan is None:
             return
         lock, token = orphan
-        try:
-            async with asyncio.timeout(self.budget):
-                await lock.do_release(token.encode())
-        except LockError:
-            pass  # expired, or never reached Redis
+        async with asyncio.timeout(self.budget):
+            await self._release_token(lock, token)
         del self._orphans[name]
+
+    @staticmethod
+    async def _release_token(lock: Lock, token: str) -> None:
+        from redis.exceptions import LockError
+
+        with contextlib.suppress(LockError):  # expired, or never reached Redis
+            await lock.do_release(token.encode())
 
     async def _keep(self, lock: object, cid: ConversationId) -> None:
         """Re-arm the lock's timeout while the turn runs."""
