@@ -211,7 +211,8 @@ class StreamWorker:
                     self._reading = frozenset()
                 # Kept after a failed read: if it did take entries, the next read returns them.
                 self._read_token = uuid.uuid4().hex
-                self._sweep = self._sweep and not sweep
+                if sweep:
+                    self._sweep = False
                 self._up()
                 if not entries:
                     await self.stream.wait(last, BLOCK_MS)
@@ -238,8 +239,7 @@ class StreamWorker:
         while True:
             try:
                 if not done:
-                    if not (entry.redelivered and await self.stream.handled(entry.update_id)):
-                        await self.handler(entry)
+                    await self.handler(entry)  # it asks `fence` whether it was handled
                     done = True
                 if entry.ref not in self._lanes.acked:  # else the handler did, in its turn
                     await self.stream.ack(entry)
