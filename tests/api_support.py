@@ -18,9 +18,9 @@ import aiohttp
 import pytest
 
 from membot.api.server import ApiServer
+from membot.clock import utc_now
 from membot.config import Settings
 from membot.ids import ConversationId
-from membot.memory.models import utcnow
 from membot.wiring import Core, build_core
 
 API_TOKEN = "test-api-token-0123456789"
@@ -43,7 +43,7 @@ class ManualClock:
     offset: timedelta = field(default_factory=timedelta)
 
     def __call__(self) -> datetime:
-        return utcnow() + self.offset
+        return utc_now() + self.offset
 
     def advance(self, seconds: float) -> None:
         self.offset += timedelta(seconds=seconds)

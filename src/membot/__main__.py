@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from membot.bot.app import Role
+    from membot.bot.app import ProcessRole
     from membot.config import Settings
 
 # Every command imports what it needs when it runs: `membot --help` imports nothing of ours,
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(settings.log_level)
     if command == "api":
         return _serve_api(settings)
-    return _run_bot(settings, cast("Role", command))
+    return _run_bot(settings, cast("ProcessRole", command))
 
 
 def _freeze_heap() -> None:
@@ -138,7 +138,7 @@ def _serve_api(settings: Settings) -> int:
     return 0
 
 
-def _run_bot(settings: Settings, role: Role) -> int:
+def _run_bot(settings: Settings, role: ProcessRole) -> int:
     _collect_later()
     import asyncio
 

@@ -19,6 +19,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from membot.errors import MembotError
+
 DEFAULT_SYSTEM_PROMPT = (
     "You are membot, a helpful assistant in a Telegram chat. "
     "Answer clearly and concisely, in the language the user writes in. "
@@ -26,7 +28,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-class ConfigError(Exception):
+class ConfigError(MembotError):
     """A setting is missing or invalid; the message is one line that names the variable."""
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
+from membot.errors import MembotError
+
 TELEGRAM: Final = "tg"
 API: Final = "api"
 
@@ -26,7 +28,7 @@ _KEYS: Final = {TELEGRAM: _TG_KEY, API: _UUID_KEY}
 NAMESPACES: Final = tuple(_KEYS)
 
 
-class InvalidConversationId(ValueError):
+class InvalidConversationId(MembotError, ValueError):
     """A namespace or key that does not name a conversation."""
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from membot.agent import Agent
+from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.lease import summary_lease
 from membot.core.service import ConversationService
@@ -21,9 +22,8 @@ from membot.memory.base import ChatRepository, Degradable
 from membot.memory.files import FileRepository
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
-from membot.usage import MeteredModel, Quota, UsageLedger, utc_now
+from membot.usage import MeteredModel, Quota, UsageLedger
 from membot.usage.build import build_usage
-from membot.usage.ledger import Clock
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from membot.core.sessions import SessionRequest
+from membot.errors import MembotError
 from membot.llm.structured import load_schema, schema_object
 from membot.memory.models import SessionConfig
 
@@ -75,7 +76,7 @@ CHAT_ERRORS: Final = tuple(
 )
 
 
-class ApiError(Exception):
+class ApiError(MembotError):
     """An answer other than 200: a code and a sentence for people (never logged: it may
     quote the provider, and through it the request)."""
 

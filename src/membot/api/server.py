@@ -33,9 +33,9 @@ from membot.api.models import (
     parse_chat_request,
 )
 from membot.api.openapi import build_document
+from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.sessions import (
-    Clock,
     DialogCompleted,
     InvalidMaxRounds,
     MaxRoundsExceeded,
@@ -55,7 +55,6 @@ from membot.llm.errors import (
     LLMRejected,
     LLMTimeout,
 )
-from membot.memory.models import utcnow
 from membot.wiring import Core, build_core, shutdown_grace
 
 log = logging.getLogger("membot.api")
@@ -76,7 +75,7 @@ class ApiServer:
     """The API on API_HOST:API_PORT: `start()`, then `stop_accepting()` (no new requests;
     those in progress finish), then `close()`. The session sweep runs while it is started."""
 
-    def __init__(self, settings: Settings, core: Core, *, clock: Clock = utcnow) -> None:
+    def __init__(self, settings: Settings, core: Core, *, clock: Clock = utc_now) -> None:
         self.settings = settings
         self.core = core
         self.host = settings.api_host

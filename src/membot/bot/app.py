@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # What a process does: `run` receives and answers; with QUEUE=redis, `receive` only puts
 # updates in the stream and `worker` only answers from it.
-Role = Literal["run", "receive", "worker"]
+ProcessRole = Literal["run", "receive", "worker"]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,9 @@ class MembotApp:
     """The Telegram front door: settings in, polling loop out. `run()` until `stop()` or a
     signal. The conversation core comes from `membot.wiring`, shared with the HTTP API."""
 
-    def __init__(self, settings: Settings, core: Core | None = None, *, role: Role = "run") -> None:
+    def __init__(
+        self, settings: Settings, core: Core | None = None, *, role: ProcessRole = "run"
+    ) -> None:
         pin_response_models()
         if settings.telegram_bot_token is None:
             raise ValueError("TELEGRAM_BOT_TOKEN is required for the bot")

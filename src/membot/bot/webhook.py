@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from membot.errors import Unavailable
 from membot.listen import listen
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 MAX_BODY_BYTES = 1 << 20
 
 
-class IntakeUnavailable(Exception):
+class IntakeUnavailable(Unavailable):
     """The update could not be kept now (Redis is down, say): Telegram must send it again."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import TurnBusy, TurnLocks
+from membot.errors import Busy
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable
@@ -26,7 +27,7 @@ from membot.usage import OverLimit, Quota, charged_to
 log = logging.getLogger(__name__)
 
 
-class ConversationBusy(Exception):
+class ConversationBusy(Busy):
     """Another request of the same conversation is being handled (and this one must not wait)."""
 
 

@@ -14,25 +14,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from membot.agent import Incoming, TurnOptions, TurnResult
+from membot.clock import Clock, utc_now
 from membot.core.service import ConversationBusy, ConversationService
+from membot.errors import Busy, MembotError, Unavailable
 from membot.ids import API, ConversationId
 from membot.llm.client import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.base import Degradable, StorageUnavailable
-from membot.memory.models import ChatMeta, ConversationState, SessionConfig, utcnow
+from membot.memory.models import ChatMeta, ConversationState, SessionConfig
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 
-
-class SessionError(Exception):
+class SessionError(MembotError):
     """A request the session cannot take; str() is safe to log (no message text)."""
 
 
@@ -52,11 +52,11 @@ class MaxRoundsExceeded(SessionError):
     """maxRounds above MAX_ROUNDS."""
 
 
-class SessionBusy(SessionError):
+class SessionBusy(SessionError, Busy):
     """Another request of the session is being answered; this one is refused, not queued."""
 
 
-class SessionUnavailable(SessionError):
+class SessionUnavailable(SessionError, Unavailable):
     """The storage is down and the request names a session: answering it without the
     session would be a wrong answer."""
 
@@ -104,7 +104,7 @@ class Sessions:
         ttl: float,
         max_rounds: int,
         web_search: bool,
-        clock: Clock = utcnow,
+        clock: Clock = utc_now,
     ) -> None:
         self.service = service
         self.repository = service.repository

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
+from membot.errors import Busy
 from membot.ids import ConversationId
 from membot.memory.base import Degradable
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class TurnBusy(Exception):
+class TurnBusy(Busy):
     """The conversation's turn is held by another process (and the caller would not wait)."""
 
 

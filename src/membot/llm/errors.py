@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from membot.errors import MembotError, Unavailable
+
 #: Longest provider reason / validation reason we keep: enough to act on, short enough to log.
 REASON_CHARS = 300
 
@@ -32,7 +34,7 @@ def clip_reason(text: str, limit: int = REASON_CHARS) -> str:
     return flat[: limit - 1].rstrip() + "…"
 
 
-class LLMError(Exception):
+class LLMError(MembotError):
     """Base class: the turn failed, nothing was stored, the user gets a service message."""
 
     status: int | None = None
@@ -50,7 +52,7 @@ class LLMRateLimited(LLMError):
     pass
 
 
-class LLMUnavailable(LLMError):
+class LLMUnavailable(LLMError, Unavailable):
     pass
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol, runtime_checkable
 
+from membot.errors import Unavailable
 from membot.ids import ConversationId
 from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message
 
 
-class StorageUnavailable(Exception):
+class StorageUnavailable(Unavailable):
     """The storage cannot be reached and the caller needs what it holds (an API session's
     next round): refuse the request rather than answer it without its memory."""
 

@@ -11,13 +11,13 @@ log = logging.getLogger("membot.memory.resilient")
 
 COOLDOWN = 1.0  # seconds between two probes of a server that failed
 
-Clock = Callable[[], float]
+Monotonic = Callable[[], float]
 
 
 class CircuitBreaker:
     """closed (use the server) -> open (fail fast) -> after `cooldown`, due for one probe."""
 
-    def __init__(self, *, cooldown: float = COOLDOWN, clock: Clock = time.monotonic) -> None:
+    def __init__(self, *, cooldown: float = COOLDOWN, clock: Monotonic = time.monotonic) -> None:
         self.cooldown = cooldown
         self.clock = clock
         self.closed = True

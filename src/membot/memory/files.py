@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.archive import (
@@ -60,7 +61,6 @@ from membot.memory.models import (
     Message,
     Summary,
     iso,
-    utcnow,
 )
 from membot.memory.smallfiles import read_facts, write_json
 
@@ -237,7 +237,7 @@ class FileRepository:
             return stored
         meta.messages_total = stored[-1].seq
         meta.adopt_turn_state(stored[-1])
-        meta.created_at = meta.created_at or utcnow()
+        meta.created_at = meta.created_at or utc_now()
         meta.updated_at = stored[-1].ts  # as load_meta reads it from the archive
         # Synced whole, directory included: after the turn that follows a state change, the
         # archive's last line no longer holds that state, and a power cut that lost this
@@ -271,7 +271,7 @@ class FileRepository:
         meta.state = state
         # Later than every turn's state in the archive: none of those may win over this one.
         meta.state_seq = meta.messages_total
-        meta.updated_at = utcnow()
+        meta.updated_at = utc_now()
         meta.created_at = meta.created_at or meta.updated_at
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_meta(directory, meta)
@@ -284,7 +284,7 @@ class FileRepository:
             return False
         if len(facts) >= limit:
             return None
-        facts.append({"text": fact, "added_at": iso(utcnow())})
+        facts.append({"text": fact, "added_at": iso(utc_now())})
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_json(directory / FACTS, {"facts": facts})
         return True

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field, replace
 
+from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.memory.models import (
     ChatContext,
@@ -16,7 +17,6 @@ from membot.memory.models import (
     Message,
     Summary,
     new_generation,
-    utcnow,
 )
 
 
@@ -42,7 +42,7 @@ class MemoryRepository:
     def _get_or_create(self, cid: ConversationId) -> _Conversation:
         conv = self._data.get(cid)
         if conv is None:
-            now = utcnow()
+            now = utc_now()
             meta = ChatMeta(conversation=cid, generation=new_generation(), created_at=now)
             conv = self._data[cid] = _Conversation(meta=meta)
         return conv
@@ -83,7 +83,7 @@ class MemoryRepository:
             conv.meta.state_seq = stored[-1].seq
         conv.messages.extend(stored)
         conv.meta.messages_total = stored[-1].seq
-        conv.meta.updated_at = utcnow()
+        conv.meta.updated_at = utc_now()
         return stored
 
     async def iter_messages(
@@ -124,7 +124,7 @@ class MemoryRepository:
         conv = self._get_or_create(cid)
         conv.meta.state = state
         conv.meta.state_seq = conv.meta.messages_total
-        conv.meta.updated_at = utcnow()
+        conv.meta.updated_at = utc_now()
         return self._meta_copy(conv)
 
     async def get_facts(self, cid: ConversationId) -> list[str]:

@@ -8,16 +8,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from membot.clock import utc_now
+from membot.errors import MembotError
 from membot.ids import ConversationId
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
-
-
-def utcnow() -> datetime:
-    # Milliseconds, as stored (`iso`): a time made here reads back equal to itself.
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def iso(ts: datetime) -> str:
@@ -31,7 +27,7 @@ def parse_iso(value: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-class CorruptRecord(ValueError):
+class CorruptRecord(MembotError, ValueError):
     """A stored line that cannot be read back; backends skip it with a warning."""
 
 
@@ -46,7 +42,7 @@ class Message:
 
     role: Role
     content: str
-    ts: datetime = field(default_factory=utcnow)
+    ts: datetime = field(default_factory=utc_now)
     seq: int = 0
     user_id: int | None = None
     name: str | None = None
@@ -299,7 +295,7 @@ class Summary:
     text: str
     covers_from: int
     covers_to: int
-    ts: datetime = field(default_factory=utcnow)
+    ts: datetime = field(default_factory=utc_now)
 
     def to_json(self) -> str:
         data = {

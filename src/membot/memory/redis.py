@@ -34,6 +34,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
+from membot.clock import utc_now
 from membot.config import Settings
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
 from membot.memory.models import (
@@ -44,7 +45,6 @@ from membot.memory.models import (
     Summary,
     iso,
     new_generation,
-    utcnow,
 )
 from membot.memory.redis_layout import (
     ADD_FACT,
@@ -146,7 +146,7 @@ class RedisRepository:
     async def _run(
         self, script: AsyncScript, cid: ConversationId, *args: EncodableT, now: str = ""
     ) -> Any:
-        head = (now or iso(utcnow()), new_generation(), self.ttl, cid.key)
+        head = (now or iso(utc_now()), new_generation(), self.ttl, cid.key)
         return await _call(script(keys=list(self.keys(cid)), args=[*head, *args]))
 
     # -- reading -------------------------------------------------------------------------
@@ -288,7 +288,7 @@ class RedisRepository:
         return meta_from_hash(cid, seq, dict(zip(flat[::2], flat[1::2], strict=True)))
 
     async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
-        as_json = fact_json(fact, iso(utcnow()))
+        as_json = fact_json(fact, iso(utc_now()))
         kept = await self._run(self._add_fact, cid, fact.casefold(), as_json, limit)
         return None if kept == -1 else bool(kept)
 

@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from membot.clock import utc_now
 from membot.memory.archive import read_small
 from membot.memory.durable import replace_atomic
-from membot.memory.models import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, s
         # Never silently drop what the user asked us to keep: say so loudly, keep the file.
         log.warning("unreadable %s (%s); treating it as empty", path, exc)
         if keep_unreadable:
-            aside = path.with_name(f"{path.name}.corrupt-{utcnow():%Y%m%dT%H%M%S%f}")
+            aside = path.with_name(f"{path.name}.corrupt-{utc_now():%Y%m%dT%H%M%S%f}")
             os.replace(path, aside)
             log.warning("kept the unreadable facts as %s", aside.name)
         return []

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 
+from membot.config import ConfigError
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
@@ -106,7 +108,7 @@ return out
 READ_TOKEN_MS = 600_000
 
 
-class QueueMismatch(Exception):
+class QueueMismatch(ConfigError):
     """The queue in Redis was made with another shard count than this process's settings."""
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError, ResponseError
 
+from membot.errors import MembotError
 from membot.memory.base import StorageUnavailable
 from membot.queue.lanes import Lanes
 from membot.queue.shards import ShardLeases, assign
@@ -46,7 +47,7 @@ MAX_BACKOFF = 10.0
 BLOCK_MS = 1000
 
 
-class NotHolder(Exception):
+class NotHolder(MembotError):
     """Raised by the handler (through `StreamWorker.fence`): the update's shard has another
     holder now. The update is left pending for it, with the chat's later ones."""
 

@@ -8,7 +8,6 @@ from membot.usage.ledger import (
     Totals,
     UsageLedger,
     charged_to,
-    utc_now,
 )
 from membot.usage.quota import Limits, OverLimit, Quota
 
@@ -22,5 +21,4 @@ __all__ = [
     "Totals",
     "UsageLedger",
     "charged_to",
-    "utc_now",
 ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from membot.clock import Clock
 from membot.usage.files import FileLedger, LocalRateWindow
-from membot.usage.ledger import Clock, UsageLedger
+from membot.usage.ledger import UsageLedger
 from membot.usage.quota import Limits, Quota, RateWindow
 
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ import sys
 from datetime import date
 from typing import Any
 
+from membot.clock import utc_now
 from membot.config import ConfigError, load_subset
-from membot.usage.ledger import Row, UsageLedger, day_key, utc_now
+from membot.usage.ledger import Row, UsageLedger, day_key
 
 _FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix")
 

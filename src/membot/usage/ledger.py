@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from membot.clock import Clock
 from membot.ids import ConversationId
 
 if TYPE_CHECKING:
@@ -210,11 +211,3 @@ class MeteredModel:
 
     async def close(self) -> None:
         await self.inner.close()
-
-
-class Clock(Protocol):
-    def __call__(self) -> datetime: ...
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)

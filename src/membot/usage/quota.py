@@ -15,12 +15,14 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Literal, Protocol
 
-from membot.usage.ledger import Clock, UsageLedger, day_key, month_key
+from membot.clock import Clock
+from membot.errors import MembotError
+from membot.usage.ledger import UsageLedger, day_key, month_key
 
 Limit = Literal["daily", "monthly", "rate"]
 
 
-class OverLimit(Exception):
+class OverLimit(MembotError):
     """The user may not send this message to the model now."""
 
     def __init__(self, limit: Limit, resets_at: datetime) -> None:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from membot.errors import MembotError
+
 if TYPE_CHECKING:
     from membot.core.facts import FactsDraft
     from membot.ids import ConversationId
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from membot.search import HistorySearch
 
 
-class ToolError(Exception):
+class ToolError(MembotError):
     """An expected failure whose message goes back to the model ("Error: <message>").
 
     Raise it from a tool for anything the model can fix: a bad timezone, nothing to forget.

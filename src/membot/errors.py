@@ -1,0 +1,45 @@
+"""The one root of membot's own exceptions, and the two families every layer shares.
+
+    MembotError                     anything membot raises on purpose
+    ├── ConfigError                 a setting is missing or invalid (exit 2, one line)
+    │   └── QueueMismatch           the Redis stream was made with another shard count
+    ├── InvalidConversationId       an id that no path or key may be made from (ValueError)
+    ├── CorruptRecord               a stored line that cannot be read back (ValueError)
+    ├── Busy                        what the call needs is held by someone else: try again soon
+    │   ├── ConversationBusy        another turn holds the conversation (core/service.py)
+    │   ├── TurnBusy                another process holds the turn lock (core/turnlock.py)
+    │   └── SessionBusy             an API session's round is being answered (core/sessions.py)
+    ├── Unavailable                 a server membot needs cannot be reached now
+    │   ├── StorageUnavailable      the storage (Redis) is down and its memory is needed
+    │   ├── IntakeUnavailable       an update cannot be kept now (Telegram sends it again)
+    │   ├── SessionUnavailable      an API session cannot be read now
+    │   └── LLMUnavailable          the model provider is down (also an LLMError)
+    ├── LLMError                    the model could not give an answer (llm/errors.py has its tree)
+    ├── ToolError                   a tool failed: its message goes back to the model, not the user
+    ├── SessionError                an API request that cannot go on (core/sessions.py)
+    ├── OverLimit                   a budget or the rate limit refuses the turn
+    ├── ApiError                    an HTTP request answered with a JSON error and a stable code
+    └── NotHolder                   a worker's shard has another holder now (scale-out)
+
+`Busy` and `Unavailable` are what front doors translate: Telegram users get "busy, try again"
+or "storage unavailable" texts, the HTTP API 409/503 with stable codes. A class may sit in a
+family and in its package's own branch at once (`SessionBusy` is a `SessionError` and `Busy`).
+
+None of these carries message text, file contents or secrets in `str()`: all are safe to log.
+"""
+
+from __future__ import annotations
+
+
+class MembotError(Exception):
+    """The root: anything membot raises on purpose derives from it."""
+
+
+class Busy(MembotError):
+    """Something holds what the call needs (a conversation's turn, a session's round): the
+    caller may try again in a moment. Nothing was done."""
+
+
+class Unavailable(MembotError):
+    """A server membot needs (Redis, the model provider) cannot be reached now. Nothing was
+    stored half-way; the caller may try again later."""
