@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             args.chat_id, args.query, limit=args.limit, as_json=args.json, data_dir=args.data_dir
         )
 
-    from membot.config import ConfigError, load_settings, setup_logging
+    from membot.config import ConfigError, load_settings, masked, setup_logging
 
     try:
         settings = load_settings(telegram=command != "api", api=True if command == "api" else None)
@@ -90,12 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     if command == "check-config":
-        for name, value in settings.masked().items():
+        for name, value in masked(settings).items():
             print(f"{name}={value}")
         print("configuration OK")
         return 0
 
-    if command in ("worker", "receive") and settings.queue != "redis":
+    if command in ("worker", "receive") and settings.queue.backend != "redis":
         print(f"membot: QUEUE is invalid: `membot {command}` needs QUEUE=redis", file=sys.stderr)
         return 2
     setup_logging(settings.log_level)

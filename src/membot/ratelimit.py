@@ -230,6 +230,6 @@ class RedisLimits:
 def build_limits(settings: Settings, client: Redis | None) -> Limits:
     """Shared through Redis when every process answers from one queue (QUEUE=redis)."""
     rates = Rates.from_settings(settings)
-    if client is not None and settings.queue == "redis":
+    if client is not None and settings.queue.backend == "redis":
         return RedisLimits(client, settings.redis_prefix, rates)
     return LocalLimits(rates)

@@ -107,12 +107,12 @@ def build_repository(settings: Settings) -> ChatRepository:
     breaker, not a retry, is what rides out an outage. With QUEUE=redis, Redis is the queue
     too: while it is down nothing is answered (updates wait in Telegram or in the stream),
     so the repository is the plain one and its errors leave the update to be tried again."""
-    if settings.storage == "redis":
+    if settings.storage.backend == "redis":
         # imported late: only where used
         from membot.memory.redis import RedisRepository, create_client
         from membot.memory.resilient import ResilientRedisRepository
 
-        if settings.queue == "redis":
+        if settings.queue.backend == "redis":
             return RedisRepository(
                 create_client(
                     settings.redis_url.get_secret_value(),
@@ -209,7 +209,7 @@ def _redis_client(repository: ChatRepository) -> Redis | None:
 def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | None:
     """With Redis, several processes may share conversations: a conversation's turn is then
     also held across them (core/turnlock.py), on the repository's own client."""
-    if settings.storage != "redis":
+    if settings.storage.backend != "redis":
         return None
     from membot.memory.redis import RedisRepository  # imported late: only where used
 
@@ -220,5 +220,5 @@ def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | N
     # The lease outlasts a model call that is retried: a killed process blocks its
     # conversations for at most this long. With QUEUE=redis another worker takes a dead one's
     # updates after CLAIM_IDLE, and the lock must not hold it up longer than that.
-    timeout = settings.claim_idle if settings.queue == "redis" else 30.0
+    timeout = settings.claim_idle if settings.queue.backend == "redis" else 30.0
     return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=timeout, health=health)

@@ -45,9 +45,9 @@ def membot_env(**settings: str) -> dict[str, str]:
     """The environment for `python -m membot` in a subprocess: this process's environment
     without any membot setting (so the caller's shell cannot leak in), plus `settings`
     (given as lower-case field names, e.g. data_dir="...")."""
-    from membot.config import Settings
+    from membot.config import env_names
 
-    names = {name.upper() for name in Settings.model_fields}
+    names = set(env_names())
     env = {k: v for k, v in os.environ.items() if k.upper() not in names}
     # Let the first subprocess cache bytecode in .venv: without it every `python -m membot`
     # recompiles aiogram and pydantic (seconds each), which dominates these tests' runtime.

@@ -75,6 +75,21 @@ async def open_session(api: RunningApi, rounds: int = 3, **fields: Any) -> str:
 # -- seed 000 ----------------------------------------------------------------------------------
 
 
+async def test_non_ascii_text_comes_as_utf8_not_escapes(api: RunningApi, llm: FakeLLM) -> None:
+    """A Russian answer reads as it is in curl: UTF-8 in the body, not \\u escapes."""
+    llm.script(SEED_ANSWERS[0])
+    async with api.client.http.post(
+        api.client.base_url + "/api/chat",
+        json={"message": SEED_MESSAGES[0]},
+        headers={"Authorization": f"Bearer {API_TOKEN}"},
+    ) as response:
+        raw = await response.read()
+        assert response.status == 200
+        assert response.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert SEED_ANSWERS[0].encode() in raw
+    assert b"\\u" not in raw
+
+
 async def test_seed_example_three_rounds(api: RunningApi, llm: FakeLLM) -> None:
     llm.script(*SEED_ANSWERS)
     first = await api.client.chat(seed_body(SEED_MESSAGES[0]))

@@ -25,7 +25,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from tests.scripted import ScriptedModel
 
-from membot.config import ConfigError, Settings, load_settings
+from membot.config import ConfigError, Settings, env_names, load_settings
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message
 from membot.memory import redis as redis_module
@@ -316,11 +316,11 @@ def test_storage_settings_defaults() -> None:
     settings = load_settings(
         telegram=False, _env_file=None, openrouter_api_key="k", storage="Redis"
     )
-    assert settings.storage == "redis"
+    assert settings.storage.backend == "redis"
     assert settings.redis_url.get_secret_value() == "redis://127.0.0.1:6379/0"
     assert (settings.redis_prefix, settings.redis_max_messages) == ("membot:", 10_000)
     assert settings.conversation_ttl == 0
-    assert Settings.model_fields["storage"].default == "files"
+    assert Settings.model_fields["storage_backend"].default == "files"
 
 
 # -- membot migrate ----------------------------------------------------------------------------
@@ -407,7 +407,7 @@ async def test_an_interrupted_copy_is_made_again(make_repo: MakeRepo, tmp_path: 
 
 
 def migrate_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    names = {name.upper() for name in Settings.model_fields}
+    names = set(env_names())
     env = {k: v for k, v in os.environ.items() if k.upper() not in names}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return {**env, "DATA_DIR": str(tmp_path / "data"), **extra}
@@ -431,8 +431,8 @@ def test_membot_migrate_config_errors_are_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no .env here
-    for name in Settings.model_fields:
-        monkeypatch.delenv(name.upper(), raising=False)
+    for name in env_names():
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("REDIS_MAX_MESSAGES", "5")
     assert run_migrate("files", "redis") == 2
     err = capsys.readouterr().err

@@ -89,7 +89,7 @@ class ApiServer:
         )
         self.sweeper = SessionSweeper(self.sessions, sweep_interval(settings.session_ttl))
         self._tokens = tuple(_digest(t.get_secret_value()) for t in settings.api_tokens)
-        self._openapi = json.dumps(build_document(settings.max_rounds)).encode()
+        self._openapi = json.dumps(build_document(settings.max_rounds), ensure_ascii=False).encode()
         self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_post("/api/chat", self._chat)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)
@@ -152,7 +152,7 @@ class ApiServer:
         return _json(200, response.model_dump(mode="json"))
 
     async def _openapi_document(self, request: web.Request) -> web.Response:
-        return web.Response(body=self._openapi, content_type="application/json")
+        return web.Response(body=self._openapi, content_type="application/json", charset="utf-8")
 
     async def _health(self, request: web.Request) -> web.Response:
         return _json(200, Health().model_dump(mode="json"))
@@ -221,8 +221,13 @@ async def _read_body(request: web.Request) -> bytes:
 
 
 def _json(status: int, payload: dict[str, Any]) -> web.Response:
+    # UTF-8 as it is, not \u escapes: an answer in Russian must read in curl. (JSON is UTF-8
+    # by RFC 8259; the charset is said all the same, for clients that guess otherwise.)
     return web.Response(
-        body=json.dumps(payload).encode(), status=status, content_type="application/json"
+        body=json.dumps(payload, ensure_ascii=False).encode(),
+        status=status,
+        content_type="application/json",
+        charset="utf-8",
     )
 
 

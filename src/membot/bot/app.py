@@ -66,7 +66,7 @@ class MembotApp:
         pin_response_models()
         if settings.telegram_bot_token is None:
             raise ValueError("TELEGRAM_BOT_TOKEN is required for the bot")
-        if role != "run" and settings.queue != "redis":
+        if role != "run" and settings.queue.backend != "redis":
             raise ValueError(f"`membot {role}` needs QUEUE=redis")
         self.settings = settings
         self.role = role
@@ -87,7 +87,7 @@ class MembotApp:
         self.bot.session.middleware(Throttle(build_limits(settings, self.core.redis)))
         self.inbox = Inbox(settings.data_dir)
         self.queue: QueueFront | None = None
-        if settings.queue == "redis":
+        if settings.queue.backend == "redis":
             from membot.bot.scaleout import QueueFront
 
             self.queue = QueueFront(self, receive=role != "worker", work=role != "receive")
@@ -159,7 +159,7 @@ class MembotApp:
             "membot %s started: queue=%s telegram=%s model=%s data_dir=%s window=%d "
             "summary_every=%d tools=%s mode=%s",
             self.role,
-            self.settings.queue,
+            self.settings.queue.backend,
             self.settings.telegram_mode,
             self.settings.default_model,
             self.settings.data_dir,

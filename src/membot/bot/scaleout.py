@@ -131,7 +131,7 @@ async def start_webhook(app: MembotApp, intake: Intake) -> WebhookServer:
     server = WebhookServer(
         host=settings.webhook_host,
         port=settings.webhook_port,
-        path=settings.webhook_path,
+        path=settings.telegram.webhook_path,
         secret=settings.webhook_secret.get_secret_value(),
         intake=intake,
     )

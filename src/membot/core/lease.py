@@ -94,7 +94,7 @@ def summary_lease(settings: Settings, repository: object) -> SummaryLease | None
     repository's own client (found through a wrapper's `inner`/`repository`/`wrapped`); None
     otherwise (the files backend has one process per DATA_DIR, and a test's own repository
     needs none)."""
-    if settings.storage != "redis":
+    if settings.storage.backend != "redis":
         return None
     client = _redis_client(repository)
     if client is None:

@@ -23,7 +23,7 @@ def build_router() -> Router:
 
     @router.error()
     async def on_error(event: ErrorEvent, service: ConversationService, settings: Settings) -> None:
-        if settings.queue == "redis" and transient(event.exception):
+        if settings.queue.backend == "redis" and transient(event.exception):
             # Redis (the storage and the queue) failed: no apology, the update stays in the
             # queue and is answered when Redis is back.
             raise event.exception

@@ -1,0 +1,46 @@
+"""membot's settings: `load_settings()` reads them (settings.py, one flat model and one
+`.env`), and modules take the group they need (groups.py)."""
+
+from membot.config.groups import (
+    ApiSettings,
+    ConversationSettings,
+    LimitSettings,
+    LlmSettings,
+    QueueSettings,
+    RedisSettings,
+    StorageSettings,
+    TelegramSettings,
+    ToolSettings,
+)
+from membot.config.load import (
+    ConfigError,
+    env_names,
+    load_settings,
+    load_subset,
+    masked,
+    setup_logging,
+)
+from membot.config.settings import DEFAULT_SYSTEM_PROMPT, Settings
+from membot.config.types import RedisUrl, Storage
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "ApiSettings",
+    "ConfigError",
+    "ConversationSettings",
+    "LimitSettings",
+    "LlmSettings",
+    "QueueSettings",
+    "RedisSettings",
+    "RedisUrl",
+    "Settings",
+    "Storage",
+    "StorageSettings",
+    "TelegramSettings",
+    "ToolSettings",
+    "env_names",
+    "load_settings",
+    "load_subset",
+    "masked",
+    "setup_logging",
+]

@@ -1,0 +1,113 @@
+"""The settings in groups, one per concern: what a module is handed instead of everything.
+
+`Settings` (settings.py) stays one flat model read from one `.env`, with the variable names
+operators know; each group is a frozen view of some of its fields, named for the part that
+uses them (`settings.telegram`, `settings.llm`, ...). Names drop the group's own prefix:
+TELEGRAM_CHAT_RATE is `settings.telegram.chat_rate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramSettings:
+    """The Bot API, how updates arrive, and Telegram's limits on what the bot sends."""
+
+    token: SecretStr | None
+    api_base: str
+    mode: Literal["polling", "webhook"]
+    webhook_url: str | None
+    webhook_secret: SecretStr | None
+    webhook_host: str
+    webhook_port: int
+    chat_rate: float
+    chat_burst: int
+    group_rate: float
+    bot_rate: float
+
+    @property
+    def webhook_path(self) -> str:
+        """The path the webhook server listens at: WEBHOOK_URL's own (a reverse proxy maps
+        the public address to WEBHOOK_HOST:WEBHOOK_PORT)."""
+        return urlsplit(self.webhook_url or "").path or "/"
+
+
+@dataclass(frozen=True, slots=True)
+class LlmSettings:
+    """The model provider (OpenRouter) and the models a chat may use."""
+
+    api_key: SecretStr
+    base_url: str
+    default_model: str
+    model_choices: tuple[str, ...]
+    timeout: float
+    enable_retry: bool
+    web_search: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    backend: Literal["files", "redis"]
+    data_dir: Path
+
+
+@dataclass(frozen=True, slots=True)
+class RedisSettings:
+    url: SecretStr
+    prefix: str
+    max_messages: int
+    conversation_ttl: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    host: str
+    port: int | None
+    tokens: tuple[SecretStr, ...]
+    session_ttl: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    backend: Literal["local", "redis"]
+    claim_idle: float
+    shards: int
+    worker_concurrency: int
+
+
+@dataclass(frozen=True, slots=True)
+class LimitSettings:
+    """Who may talk to the bot, who is exempt, and what each user may spend."""
+
+    allowed_user_ids: frozenset[int]
+    admin_user_ids: frozenset[int]
+    user_daily_budget: Decimal | None
+    user_monthly_budget: Decimal | None
+    user_rate_limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    mode: Literal["native", "hermes"]
+    max_iterations: int
+    timeout: float
+    enabled: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSettings:
+    """How a conversation is remembered and prompted, and how long a consultation may run."""
+
+    window_size: int
+    summary_every: int
+    summary_language: str
+    system_prompt: str
+    consult_rounds: int
+    max_rounds: int

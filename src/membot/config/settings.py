@@ -1,0 +1,266 @@
+"""Settings: read once from the environment and `.env`, validated, passed down in groups.
+
+One flat model, one `.env`: field names map 1:1 to environment variables (upper case). The
+values' parsing and checks live in their types (types.py); modules take the group they need
+(`settings.telegram`, `settings.llm`, ..., groups.py), not the whole of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from membot.config.groups import (
+    ApiSettings,
+    ConversationSettings,
+    LimitSettings,
+    LlmSettings,
+    QueueSettings,
+    RedisSettings,
+    StorageSettings,
+    TelegramSettings,
+    ToolSettings,
+)
+from membot.config.types import (
+    ApiTokens,
+    BotToken,
+    HttpUrl,
+    LogLevel,
+    ModelId,
+    ModelIds,
+    Money,
+    OptionalInt,
+    QueueKind,
+    RedisUrl,
+    Storage,
+    TelegramMode,
+    ToolMode,
+    ToolNames,
+    UserIds,
+    WebhookSecret,
+    WebhookUrl,
+)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are membot, a helpful assistant in a Telegram chat. "
+    "Answer clearly and concisely, in the language the user writes in. "
+    "You may use Markdown: bold, italics, inline code, code blocks and lists."
+)
+
+
+class Settings(BaseSettings):
+    """Every knob of membot. Field names map 1:1 to environment variables (upper case)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        # Secrets and prompts are user text: keep them byte-exact.
+        str_strip_whitespace=False,
+        # Three fields are named apart from their variable (STORAGE, QUEUE, TOOLS), whose
+        # names are their groups' (`settings.storage`); keyword arguments take either name.
+        populate_by_name=True,
+    )
+
+    # Required by `membot run` (the bot); `membot api` serves the HTTP API without it.
+    telegram_bot_token: BotToken = None
+    telegram_api_base: HttpUrl = "https://api.telegram.org"
+    openrouter_api_key: SecretStr = Field(min_length=1)
+    openrouter_base_url: HttpUrl = "https://openrouter.ai/api/v1"
+    # The default model: OPENROUTER_MODEL when set, else the first of MODELS (`default_model`).
+    openrouter_model: ModelId = None
+    # The models users may choose per chat with /model.
+    models: ModelIds = ()
+    data_dir: Path = Path("data")
+    window_size: int = Field(default=20, ge=1, le=500)
+    summary_every: int = Field(default=20, ge=2, le=10_000)
+    summary_language: str = ""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    llm_timeout: float = Field(default=60.0, gt=0, le=600)
+    enable_retry: bool = False
+    allowed_user_ids: UserIds = frozenset()
+    # Exempt from budgets and the rate limit; may change a group's model and persona.
+    admin_user_ids: UserIds = frozenset()
+    # Per user, in the provider's currency (exact decimals); None: no budget. UTC periods.
+    user_daily_budget: Money = Field(default=None, ge=0, max_digits=20)
+    user_monthly_budget: Money = Field(default=None, ge=0, max_digits=20)
+    # Messages to the model per user in any 60 seconds; None: no limit.
+    user_rate_limit: OptionalInt = Field(default=None, ge=1, le=100_000)
+    log_level: LogLevel = "INFO"
+    tool_mode: ToolMode = "native"
+    tool_max_iterations: int = Field(default=10, ge=1, le=50)
+    tool_timeout: float = Field(default=30.0, gt=0, le=600)
+    # None means "every built-in tool"; an empty TOOLS= switches tools off.
+    tool_names: ToolNames = Field(default=None, validation_alias="tools")
+    consult_rounds: int = Field(default=3, ge=1, le=100)
+    max_rounds: int = Field(default=10, ge=1, le=100)
+    api_host: str = "127.0.0.1"
+    api_port: int | None = Field(default=None, ge=1, le=65535)
+    api_tokens: ApiTokens = ()
+    session_ttl: float = Field(default=3600.0, gt=0, le=365 * 86400)
+    web_search: bool = False
+    # Where conversations live: `files` under DATA_DIR (needs nothing), or `redis`.
+    storage_backend: Storage = Field(default="files", validation_alias="storage")
+    redis_url: RedisUrl = SecretStr("redis://127.0.0.1:6379/0")
+    redis_prefix: str = Field(default="membot:", min_length=1, max_length=100, pattern=r"^\S+$")
+    redis_max_messages: int = Field(default=10_000, ge=100, le=10_000_000)
+    # Seconds a conversation lives in Redis after its last activity (not a summary); 0 = forever.
+    conversation_ttl: int = Field(default=0, ge=0, le=10 * 365 * 86400)
+    # Scale-out (queue/): `redis` puts every update in a Redis Stream that workers share.
+    queue_backend: QueueKind = Field(default="local", validation_alias="queue")
+    telegram_mode: TelegramMode = "polling"
+    webhook_url: WebhookUrl = None
+    webhook_secret: WebhookSecret = None
+    webhook_host: str = "127.0.0.1"
+    webhook_port: int = Field(default=8081, ge=1, le=65535)
+    # Seconds before another worker takes over the updates of a worker that stopped answering.
+    claim_idle: float = Field(default=30.0, ge=0.5, le=3600)
+    queue_shards: int = Field(default=16, ge=1, le=1024)
+    worker_concurrency: int = Field(default=64, ge=1, le=10_000)
+    # Telegram's limits on what the bot sends, shared by every process through Redis with
+    # QUEUE=redis: messages per second per chat (with a short burst), per minute per group,
+    # per second for the whole bot.
+    telegram_chat_rate: float = Field(default=1.0, gt=0, le=1000)
+    telegram_chat_burst: int = Field(default=3, ge=1, le=100)
+    telegram_group_rate: float = Field(default=20.0, gt=0, le=60_000)
+    telegram_bot_rate: float = Field(default=30.0, gt=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _scale_out(self) -> Settings:
+        if self.queue_backend == "redis" and self.storage_backend != "redis":
+            raise ValueError("QUEUE is invalid: QUEUE=redis needs STORAGE=redis")
+        if self.telegram_mode == "webhook":
+            if self.webhook_url is None:
+                raise ValueError("WEBHOOK_URL is required when TELEGRAM_MODE=webhook")
+            if self.webhook_secret is None:
+                raise ValueError("WEBHOOK_SECRET is required when TELEGRAM_MODE=webhook")
+        return self
+
+    @model_validator(mode="after")
+    def _rounds(self) -> Settings:
+        if self.consult_rounds > self.max_rounds:
+            raise ValueError(
+                f"CONSULT_ROUNDS is invalid: {self.consult_rounds} is more than MAX_ROUNDS "
+                f"({self.max_rounds})"
+            )
+        return self
+
+    @field_validator("system_prompt")
+    @classmethod
+    def _prompt_default_when_blank(cls, value: str) -> str:
+        # `SYSTEM_PROMPT=` in .env means "no opinion", not "no system prompt".
+        return value if value.strip() else DEFAULT_SYSTEM_PROMPT
+
+    # -- derived values ---------------------------------------------------------------------
+
+    @property
+    def default_model(self) -> str:
+        """OPENROUTER_MODEL when set, else the first of MODELS, else openrouter/auto."""
+        return self.openrouter_model or (self.models[0] if self.models else "openrouter/auto")
+
+    @property
+    def model_choices(self) -> tuple[str, ...]:
+        """What /model offers: MODELS, with OPENROUTER_MODEL first when MODELS lacks it."""
+        if self.default_model in self.models:
+            return self.models
+        return (self.default_model, *self.models)
+
+    @property
+    def enabled_tools(self) -> tuple[str, ...]:
+        """TOOLS when set (empty: none), else every built-in tool."""
+        from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+
+        return BUILTIN_TOOL_NAMES if self.tool_names is None else self.tool_names
+
+    # -- the groups (groups.py) ---------------------------------------------------------------
+
+    @property
+    def telegram(self) -> TelegramSettings:
+        return TelegramSettings(
+            token=self.telegram_bot_token,
+            api_base=self.telegram_api_base,
+            mode=self.telegram_mode,
+            webhook_url=self.webhook_url,
+            webhook_secret=self.webhook_secret,
+            webhook_host=self.webhook_host,
+            webhook_port=self.webhook_port,
+            chat_rate=self.telegram_chat_rate,
+            chat_burst=self.telegram_chat_burst,
+            group_rate=self.telegram_group_rate,
+            bot_rate=self.telegram_bot_rate,
+        )
+
+    @property
+    def llm(self) -> LlmSettings:
+        return LlmSettings(
+            api_key=self.openrouter_api_key,
+            base_url=self.openrouter_base_url,
+            default_model=self.default_model,
+            model_choices=self.model_choices,
+            timeout=self.llm_timeout,
+            enable_retry=self.enable_retry,
+            web_search=self.web_search,
+        )
+
+    @property
+    def storage(self) -> StorageSettings:
+        return StorageSettings(backend=self.storage_backend, data_dir=self.data_dir)
+
+    @property
+    def redis(self) -> RedisSettings:
+        return RedisSettings(
+            url=self.redis_url,
+            prefix=self.redis_prefix,
+            max_messages=self.redis_max_messages,
+            conversation_ttl=self.conversation_ttl,
+        )
+
+    @property
+    def api(self) -> ApiSettings:
+        return ApiSettings(
+            host=self.api_host,
+            port=self.api_port,
+            tokens=self.api_tokens,
+            session_ttl=self.session_ttl,
+        )
+
+    @property
+    def queue(self) -> QueueSettings:
+        return QueueSettings(
+            backend=self.queue_backend,
+            claim_idle=self.claim_idle,
+            shards=self.queue_shards,
+            worker_concurrency=self.worker_concurrency,
+        )
+
+    @property
+    def limits(self) -> LimitSettings:
+        return LimitSettings(
+            allowed_user_ids=self.allowed_user_ids,
+            admin_user_ids=self.admin_user_ids,
+            user_daily_budget=self.user_daily_budget,
+            user_monthly_budget=self.user_monthly_budget,
+            user_rate_limit=self.user_rate_limit,
+        )
+
+    @property
+    def tools(self) -> ToolSettings:
+        return ToolSettings(
+            mode=self.tool_mode,
+            max_iterations=self.tool_max_iterations,
+            timeout=self.tool_timeout,
+            enabled=self.enabled_tools,
+        )
+
+    @property
+    def conversation(self) -> ConversationSettings:
+        return ConversationSettings(
+            window_size=self.window_size,
+            summary_every=self.summary_every,
+            summary_language=self.summary_language,
+            system_prompt=self.system_prompt,
+            consult_rounds=self.consult_rounds,
+            max_rounds=self.max_rounds,
+        )
