@@ -33,7 +33,7 @@ from tests.fakes import FakeLLM, FakeTelegram, SentMessage
 
 from membot.bot.app import MembotApp
 from membot.config import Settings, load_settings
-from membot.llm.summarizer import INSTRUCTIONS
+from membot.core.summarizer import INSTRUCTIONS
 
 TOKEN = "4242:BENCH-TOKEN"
 API_KEY = "sk-bench-key"

@@ -12,7 +12,7 @@ import pytest
 
 from membot.bot.app import MembotApp
 from membot.config import Settings, load_settings
-from membot.llm.summarizer import INSTRUCTIONS
+from membot.core.summarizer import INSTRUCTIONS
 from tests.fakes import FakeLLM, FakeTelegram
 
 TOKEN = "4242:TEST-TOKEN"

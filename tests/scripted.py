@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from membot.agent import TurnResult
-from membot.llm.client import CallOptions, ChatMessage, LLMResponse
+from membot.core.agent import TurnResult
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse
 
 MODEL = "scripted/model"
 

@@ -7,17 +7,18 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from membot.agent import Agent
 from membot.clock import Clock, utc_now
 from membot.config import Settings
+from membot.core.agent import Agent
 from membot.core.lease import summary_lease
+from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
+from membot.core.summarizer import Summarizer
+from membot.core.tools.builtin import builtin
 from membot.core.turnlock import RedisTurnLocks, TurnLocks
-from membot.llm.client import ChatModel, OpenAIChatModel
-from membot.llm.prompt import PromptBuilder
-from membot.llm.summarizer import Summarizer
+from membot.llm.client import OpenAIChatModel
+from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
-from membot.llm.tools.builtin import builtin
 from membot.memory.base import ChatRepository, Degradable
 from membot.memory.files import FileRepository
 from membot.search import HistorySearch

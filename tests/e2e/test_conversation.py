@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from membot.bot import texts
-from membot.llm.prompt import NO_HISTORY, WITH_HISTORY
+from membot.core.prompt import NO_HISTORY, WITH_HISTORY
 from tests.conftest import TOKEN, RunningBot, StartBot
 from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts, stored, system_prompt
 from tests.fakes import FakeLLM, FakeTelegram, Reply

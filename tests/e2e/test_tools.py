@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from membot.agent import GAVE_UP
 from membot.bot import texts
+from membot.core.agent import GAVE_UP
 from membot.ids import ConversationId
 from membot.llm.tools import hermes
-from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
 from membot.memory.files import FileRepository
 from membot.memory.models import Message
+from membot.tool_names import BUILTIN_TOOL_NAMES
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored, system_prompt
 from tests.fakes import FakeLLM, FakeTelegram, Reply

@@ -11,18 +11,19 @@ from typing import Any
 import pytest
 from tests.scripted import MODEL, RecordingSink, Reply, ScriptedModel, hermes_call, tool_call
 
-from membot.agent import Agent, Incoming, TurnOptions, TurnResult
+from membot.core.agent import Agent, Incoming, TurnOptions, TurnResult
 from membot.core.consult import FINAL_NOTE, ROUND_NOTE
+from membot.core.prompt import PromptBuilder
+from membot.core.summarizer import Summarizer
+from membot.core.tools.builtin import builtin
 from membot.ids import ConversationId
-from membot.llm.client import CallOptions
 from membot.llm.errors import LLMInvalidOutput, LLMTimeout, LLMUnavailable
-from membot.llm.prompt import PromptBuilder
+from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
-from membot.llm.summarizer import Summarizer
 from membot.llm.tools import ToolExecutor, ToolModeName, make_mode
-from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES, CONSULTATION_TOOL, builtin
 from membot.memory import ConversationState, MemoryRepository, Message, SessionConfig
 from membot.tasks import TaskSupervisor
+from membot.tool_names import BUILTIN_TOOL_NAMES, CONSULTATION_TOOL
 
 SYSTEM = "You are the test assistant."
 SESSION = ConversationId.api(uuid.UUID("9b2f7a1c-3d4e-4f50-8a6b-7c8d9e0f1a2b"))

@@ -157,7 +157,7 @@ def test_bad_tool_settings_name_the_variable(
 
 
 def test_tools_setting_picks_builtins_and_empty_means_none() -> None:
-    from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
+    from membot.tool_names import BUILTIN_TOOL_NAMES
 
     base = {"telegram_bot_token": "1:t", "openrouter_api_key": "k", "_env_file": None}
     assert load_settings(**base).enabled_tools == BUILTIN_TOOL_NAMES

@@ -136,7 +136,7 @@ def test_tags_never_survive_in_visible_text() -> None:
 
 
 def test_system_section_lists_every_tool_schema() -> None:
-    from membot.llm.tools.builtin import builtin
+    from membot.core.tools.builtin import builtin
 
     section = hermes.system_section(builtin)
     inside = section.split("<tools>\n")[1].split("</tools>")[0]

@@ -18,8 +18,8 @@ import pytest
 from tests.language_corpus import CORPUS
 from tests.scripted import RecordingSink, ScriptedModel
 
-from membot.agent import Agent, Incoming, TurnOptions
 from membot.bot import texts
+from membot.core.agent import Agent, Incoming, TurnOptions
 from membot.core.language import (
     UNDETERMINED,
     Detect,
@@ -28,10 +28,10 @@ from membot.core.language import (
     parse_code,
     too_short,
 )
+from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
+from membot.core.summarizer import UNKNOWN_LANGUAGE, Summarizer
 from membot.ids import ConversationId
-from membot.llm.prompt import PromptBuilder
-from membot.llm.summarizer import UNKNOWN_LANGUAGE, Summarizer
 from membot.memory import (
     ChatRepository,
     ConversationState,

@@ -13,8 +13,9 @@ import pytest
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Reply
 
-from membot.llm.client import CallOptions, OpenAIChatModel
+from membot.llm.client import OpenAIChatModel
 from membot.llm.errors import LLMRejected
+from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec, load_schema
 
 SERVER_TOOL = {"type": "openrouter:web_search"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from membot.llm.prompt import NO_HISTORY, SUMMARY_HEADER, WITH_HISTORY, PromptBuilder
+from membot.core.prompt import NO_HISTORY, SUMMARY_HEADER, WITH_HISTORY, PromptBuilder
 from membot.memory.models import Message
 
 
@@ -57,7 +57,7 @@ def test_window_never_starts_with_an_orphan_tool_result() -> None:
 
 
 def test_facts_and_tool_section_are_in_the_system_prompt() -> None:
-    from membot.llm.prompt import FACTS_HEADER
+    from membot.core.prompt import FACTS_HEADER
 
     msgs = PromptBuilder("SYS").build(
         summary="S",

@@ -13,16 +13,17 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from tests.scripted import RecordingSink, Reply, ScriptedModel
 
-from membot.agent import Agent, Incoming, TurnResult
+from membot.core.agent import Agent, Incoming, TurnResult
 from membot.core.consult import FINAL_NOTE
+from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationBusy, ConversationService
+from membot.core.summarizer import Summarizer
+from membot.core.tools.builtin import builtin
 from membot.ids import ConversationId
-from membot.llm.prompt import PromptBuilder
-from membot.llm.summarizer import Summarizer
 from membot.llm.tools import ToolExecutor, make_mode
-from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES, builtin
 from membot.memory import ConversationState, MemoryRepository, SessionConfig
 from membot.tasks import TaskSupervisor
+from membot.tool_names import BUILTIN_TOOL_NAMES
 
 CONSULT_ROUNDS = 3
 MAX_ROUNDS = 5

@@ -17,9 +17,9 @@ from tests.fakes import FakeLLM, FakeTelegram, Reply
 from tests.scripted import Reply as ScriptedReply
 from tests.scripted import ScriptedModel
 
+from membot.core.summarizer import MAX_BLOCK_FACTOR, TOOL_RESULT_CHARS, Summarizer
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
-from membot.llm.summarizer import MAX_BLOCK_FACTOR, TOOL_RESULT_CHARS, Summarizer
 from membot.memory import ChatRepository, FileRepository, MemoryRepository, Message
 
 CHAT_ID = 77

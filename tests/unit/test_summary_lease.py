@@ -17,8 +17,8 @@ from tests.scripted import Reply, ScriptedModel
 
 from membot.config import load_settings
 from membot.core.lease import RedisSummaryLease, lease_timeout, summary_lease
+from membot.core.summarizer import Summarizer
 from membot.ids import ConversationId
-from membot.llm.summarizer import Summarizer
 from membot.memory import FileRepository, MemoryRepository, Message
 from membot.memory.redis import RedisRepository, create_client
 
@@ -60,7 +60,7 @@ async def test_one_summary_across_two_processes_and_the_lease_is_released(
     key = f"{first.prefix}lease:summary:{CID}"
     assert await first.client.exists(key) == 1
     assert 0 < await first.client.pttl(key) <= 60_000
-    with caplog.at_level(logging.DEBUG, logger="membot.llm.summarizer"):
+    with caplog.at_level(logging.DEBUG, logger="membot.core.summarizer"):
         assert await b.maybe_summarize(CID) is False  # at once, without waiting
     assert model_b.requests == []
     assert any("being made elsewhere" in r.getMessage() for r in caplog.records)

@@ -41,6 +41,7 @@ from membot.config.types import (
     WebhookSecret,
     WebhookUrl,
 )
+from membot.tool_names import BUILTIN_TOOL_NAMES
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are membot, a helpful assistant in a Telegram chat. "
@@ -170,8 +171,6 @@ class Settings(BaseSettings):
     @property
     def enabled_tools(self) -> tuple[str, ...]:
         """TOOLS when set (empty: none), else every built-in tool."""
-        from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES
-
         return BUILTIN_TOOL_NAMES if self.tool_names is None else self.tool_names
 
     # -- the groups (groups.py) ---------------------------------------------------------------

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, SecretStr
 from pydantic_settings import NoDecode
 
+from membot.tool_names import BUILTIN_TOOL_NAMES
+
 
 def _lowercase(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
@@ -108,8 +110,6 @@ def _api_tokens(value: Any) -> Any:
 
 
 def _tool_names(value: Any) -> Any:
-    from membot.llm.tools.builtin import BUILTIN_TOOL_NAMES  # only when TOOLS is set
-
     if value is None:
         return None
     names = tuple(dict.fromkeys(_split(value)))

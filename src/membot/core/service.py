@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from membot.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import TurnBusy, TurnLocks
 from membot.errors import Busy
 from membot.ids import ConversationId

@@ -19,12 +19,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
-from membot.agent import Incoming, TurnOptions, TurnResult
 from membot.clock import Clock, utc_now
+from membot.core.agent import Incoming, TurnOptions, TurnResult
 from membot.core.service import ConversationBusy, ConversationService
 from membot.errors import Busy, MembotError, Unavailable
 from membot.ids import API, ConversationId
-from membot.llm.client import CallOptions
+from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.base import Degradable, StorageUnavailable
 from membot.memory.models import ChatMeta, ConversationState, SessionConfig

@@ -11,7 +11,7 @@ from membot.ids import ConversationId
 from membot.memory.models import ConversationState
 
 if TYPE_CHECKING:
-    from membot.llm.client import CallOptions
+    from membot.llm.model import CallOptions
     from membot.llm.structured import OutputSpec
 
 

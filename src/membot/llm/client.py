@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 import openai
@@ -21,76 +21,9 @@ from membot.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse, Usage
 
 log = logging.getLogger(__name__)
-
-ChatMessage = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """A call's tokens, and its cost as the provider reported it (OpenRouter's `usage.cost`,
-    in its credits); None when the provider reports none."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    cost: Decimal | None = None
-
-    @classmethod
-    def of(cls, completion: ChatCompletion) -> Usage:
-        usage = completion.usage
-        if usage is None:
-            return cls()
-        details = usage.prompt_tokens_details
-        return cls(
-            prompt_tokens=usage.prompt_tokens or 0,
-            completion_tokens=usage.completion_tokens or 0,
-            cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
-            cost=_cost(getattr(usage, "cost", None)),
-        )
-
-
-def _cost(value: object) -> Decimal | None:
-    """The reported cost, exactly as written in the JSON (a float's shortest repr is that)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        cost = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return cost if cost.is_finite() and cost >= 0 else None
-
-
-@dataclass(frozen=True, slots=True)
-class LLMResponse:
-    content: str
-    tool_calls: tuple[dict[str, Any], ...] = ()
-    model: str = ""
-    finish_reason: str | None = None
-    usage: Usage = field(default_factory=Usage)
-
-
-@dataclass(frozen=True, slots=True)
-class CallOptions:
-    """Per-call knobs; the defaults send exactly what a plain call sends.
-
-    ``model`` overrides the client's model for this call. ``response_format`` goes on the
-    wire verbatim. ``require_parameters`` asks OpenRouter to route only to providers that
-    honour every parameter sent (otherwise they may silently drop ``response_format``).
-    ``web_search`` lets the model search the web on OpenRouter's side.
-    """
-
-    model: str | None = None
-    max_tokens: int | None = None
-    response_format: dict[str, Any] | None = None
-    require_parameters: bool = False
-    web_search: bool = False
-
-    def __post_init__(self) -> None:
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError("max_tokens must be at least 1")
-
 
 _NO_OPTIONS = CallOptions()
 #: OpenRouter's server-side web search, run by OpenRouter within the one completion.
@@ -99,22 +32,6 @@ WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
 WEB_PLUGIN: dict[str, Any] = {"id": "web"}
 # Statuses with which a provider refuses a request for carrying a tool type it does not know.
 _SERVER_TOOL_REFUSALS = frozenset({400, 404, 422})
-
-
-class ChatModel(Protocol):
-    """What the agent and the summarizer need from a model: one non-streaming completion."""
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-    ) -> LLMResponse: ...
-
-    async def close(self) -> None: ...
 
 
 class OpenAIChatModel:
@@ -174,7 +91,7 @@ class OpenAIChatModel:
             self._log_failure(purpose, model, started, "no choices")
             raise LLMUnavailable("the provider returned no choices")
         choice = completion.choices[0]
-        usage = Usage.of(completion)
+        usage = _usage(completion)
         tool_calls = tuple(
             tc.model_dump(exclude_none=True) for tc in choice.message.tool_calls or ()
         )
@@ -294,6 +211,31 @@ class _Request:
         return body
 
 
+def _usage(completion: ChatCompletion) -> Usage:
+    """A call's tokens and cost, from the provider's `usage` block."""
+    usage = completion.usage
+    if usage is None:
+        return Usage()
+    details = usage.prompt_tokens_details
+    return Usage(
+        prompt_tokens=usage.prompt_tokens or 0,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+        cost=_cost(getattr(usage, "cost", None)),
+    )
+
+
+def _cost(value: object) -> Decimal | None:
+    """The reported cost, exactly as written in the JSON (a float's shortest repr is that)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        cost = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return cost if cost.is_finite() and cost >= 0 else None
+
+
 def _provider_reason(exc: openai.APIStatusError) -> str:
     """The provider's own explanation of an error answer. The SDK keeps the JSON ``error``
     object as ``body``; OpenRouter puts an upstream provider's words in ``metadata.raw``."""
@@ -321,14 +263,3 @@ def _refused(exc: BaseException) -> bool:
             return True
         cause = cause.__cause__
     return False
-
-
-__all__ = [
-    "CallOptions",
-    "ChatMessage",
-    "ChatModel",
-    "LLMError",
-    "LLMResponse",
-    "OpenAIChatModel",
-    "Usage",
-]

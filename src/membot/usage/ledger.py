@@ -24,7 +24,7 @@ from membot.clock import Clock
 from membot.ids import ConversationId
 
 if TYPE_CHECKING:
-    from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
+    from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from aiogram import Bot, F, Router
 from aiogram.types import Message
 from aiogram.utils.chat_action import ChatActionSender
 
-from membot.agent import Incoming, TurnResult
 from membot.bot import texts
 from membot.bot.filters import AddressedToBot, Inline, strip_mention
 from membot.bot.render import send_markdown, topic_of
+from membot.core.agent import Incoming, TurnResult
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited

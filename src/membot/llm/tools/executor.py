@@ -119,9 +119,9 @@ class ToolExecutor:
         started = time.perf_counter()
         ok, content = await self._execute(call, ctx, registry or self.registry)
         log.info(
-            "tool %s: conversation=%s status=%s duration=%.3fs",
+            "tool %s: %s status=%s duration=%.3fs",
             call.name or "?",
-            ctx.conversation,
+            ctx.label,
             "ok" if ok else "error",
             time.perf_counter() - started,
         )

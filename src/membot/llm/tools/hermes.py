@@ -21,7 +21,7 @@ from membot.llm.tools.executor import ToolCall, new_call_id
 from membot.llm.tools.registry import Tool
 
 if TYPE_CHECKING:
-    from membot.llm.client import ChatMessage
+    from membot.llm.model import ChatMessage
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from membot.llm.tools import hermes
+import membot.llm.tools.hermes as hermes
+from membot.llm.model import ChatMessage, LLMResponse
 from membot.llm.tools.executor import ToolCall
 from membot.llm.tools.registry import ToolRegistry
-
-if TYPE_CHECKING:  # the openai client is heavy; config validation imports this package
-    from membot.llm.client import ChatMessage, LLMResponse
 
 ToolModeName = Literal["native", "hermes"]
 

@@ -10,8 +10,10 @@
             fact: The fact, as one short sentence.
         \"\"\"
 
-A first parameter annotated `ToolContext` receives the turn's context and is not part of
-the schema. Every other parameter becomes a property, validated by pydantic before the call.
+A first parameter annotated `ToolContext` (or a subclass) receives the call's context and is
+not part of the schema. Every other parameter becomes a property, validated by pydantic before
+the call. The machinery knows nothing of what the context holds: an application subclasses
+it with what its own tools need (membot.core.tools.context.TurnContext).
 """
 
 from __future__ import annotations
@@ -20,17 +22,11 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
+from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from membot.errors import MembotError
-
-if TYPE_CHECKING:
-    from membot.core.facts import FactsDraft
-    from membot.ids import ConversationId
-    from membot.memory.base import ChatRepository
-    from membot.search import HistorySearch
 
 
 class ToolError(MembotError):
@@ -41,25 +37,15 @@ class ToolError(MembotError):
     """
 
 
-@dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may know about the turn it runs in."""
+    """What the tools of one call may know: the base the application's context derives from.
+    The machinery reads only `label`, to say in its logs whose call it ran."""
 
-    conversation: ConversationId
-    repository: ChatRepository
-    search: HistorySearch | None = None
-    # Set while the turn may switch the conversation into a consultation (chat mode only).
-    consultation: ConsultationSwitch | None = None
-    # The turn's pending changes to the facts (applied with the turn); None: write at once.
-    facts: FactsDraft | None = None
+    __slots__ = ()
 
-
-class ConsultationSwitch(Protocol):
-    """The turn's handle for `start_consultation`: the switch is committed with the turn."""
-
-    def start(self, request: str, rounds: int | None) -> str:
-        """Record the switch; the text is the tool's result for the model."""
-        ...
+    @property
+    def label(self) -> str:
+        return "-"
 
 
 ToolFunc = Callable[..., Awaitable[Any]]
@@ -135,7 +121,8 @@ def make_tool(func: ToolFunc) -> Tool:
     if not description:
         raise TypeError(f"tool {func.__name__!r} needs a docstring: it is the model's manual")
     params = list(inspect.signature(func).parameters.values())
-    takes_context = bool(params) and hints.get(params[0].name) is ToolContext
+    first = hints.get(params[0].name) if params else None
+    takes_context = isinstance(first, type) and issubclass(first, ToolContext)
     if takes_context:
         params = params[1:]
     fields: dict[str, Any] = {}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from membot.llm.client import ChatMessage
+from membot.llm.model import ChatMessage
 from membot.memory.models import Message
 
 SUMMARY_HEADER = (

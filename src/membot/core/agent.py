@@ -10,17 +10,19 @@ from typing import TYPE_CHECKING, Protocol
 from membot.core.consult import RoundPlan
 from membot.core.facts import FactsDraft
 from membot.core.language import Detect, detect_in_thread, detect_language
+from membot.core.prompt import PromptBuilder, to_chat_message
+from membot.core.summarizer import HistoryCompressor
+from membot.core.tools.builtin import MAX_FACTS
+from membot.core.tools.context import TurnContext
 from membot.core.turn import ConsultSwitch, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
-from membot.llm.client import CallOptions, ChatMessage, ChatModel, LLMResponse
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
-from membot.llm.prompt import PromptBuilder, to_chat_message
-from membot.llm.summarizer import HistoryCompressor
-from membot.llm.tools import NativeMode, ToolContext, ToolExecutor, ToolMode, ToolRegistry
-from membot.llm.tools.builtin import CONSULTATION_TOOL, MAX_FACTS
+from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
+from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
 from membot.tasks import TaskSupervisor
+from membot.tool_names import CONSULTATION_TOOL
 
 if TYPE_CHECKING:
     from membot.llm.structured import OutputSpec
@@ -146,7 +148,7 @@ class Agent:
 
         messages = [system(plan), *window, to_chat_message(user, group=incoming.group)]
         facts = FactsDraft(self.repository, cid, MAX_FACTS)
-        tool_ctx = ToolContext(
+        tool_ctx = TurnContext(
             conversation=cid,
             repository=self.repository,
             search=self.search,
@@ -187,7 +189,7 @@ class Agent:
         self,
         messages: list[ChatMessage],
         sink: ReplySink,
-        tool_ctx: ToolContext,
+        tool_ctx: TurnContext,
         plan: RoundPlan | None,
         system: _SystemFor,
         opts: TurnOptions,

@@ -1,6 +1,6 @@
 """The tools membot ships with. Each is a typed async function; the docstring is its manual.
 
-TOOLS (a setting) picks which of them the model gets; see `BUILTIN_TOOL_NAMES`.
+TOOLS (a setting) picks which of them the model gets; their names are in membot.tool_names.
 """
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
-from membot.llm.tools.calc import CalcError, evaluate, format_number
-from membot.llm.tools.registry import ToolContext, ToolError, ToolRegistry
+from membot.core.tools.calc import CalcError, evaluate, format_number
+from membot.core.tools.context import TurnContext
+from membot.llm.tools.registry import ToolError, ToolRegistry
+from membot.search import format_hits
 
 MAX_FACTS = 100
 MAX_FACT_CHARS = 500
@@ -22,7 +24,7 @@ builtin = ToolRegistry()
 
 @builtin.tool
 async def search_history(
-    ctx: ToolContext,
+    ctx: TurnContext,
     query: Annotated[str, Field(min_length=1, max_length=500)],
     limit: Annotated[int, Field(ge=1, le=20)] = 5,
 ) -> str:
@@ -37,16 +39,13 @@ async def search_history(
     """
     if ctx.search is None:
         raise ToolError("the archive search is not available")
-    # Imported here: `membot check-config` lists these tools' names, and needs no index.
-    from membot.search import format_hits
-
     hits = await ctx.search.search(ctx.conversation, query, limit=limit)
     return format_hits(hits)
 
 
 @builtin.tool
 async def remember(
-    ctx: ToolContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
+    ctx: TurnContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
 ) -> str:
     """Keep a fact for all later conversations in this chat (it is shown to you in every
     prompt). Use it when the user asks you to remember something, or states a lasting fact
@@ -69,7 +68,7 @@ async def remember(
 
 @builtin.tool
 async def forget(
-    ctx: ToolContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
+    ctx: TurnContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
 ) -> str:
     """Stop keeping a remembered fact. Use it when the user asks you to forget something or
     a kept fact is no longer true.
@@ -133,7 +132,7 @@ async def calculate(expression: Annotated[str, Field(min_length=1, max_length=50
 
 @builtin.tool
 async def start_consultation(
-    ctx: ToolContext,
+    ctx: TurnContext,
     request: Annotated[str, Field(min_length=1, max_length=4000)],
     rounds: int | None = None,
 ) -> str:
@@ -151,9 +150,3 @@ async def start_consultation(
         raise ToolError("a consultation cannot be started now")
     # Kept as the model wrote it: the final round quotes the initial request verbatim.
     return ctx.consultation.start(request.strip(), rounds)
-
-
-# Offered in plain chat only: a consultation in progress cannot start another.
-CONSULTATION_TOOL = "start_consultation"
-
-BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(builtin.names())

@@ -10,8 +10,8 @@ from typing import Protocol
 from membot.core.language import language_name
 from membot.core.lease import SummaryLease
 from membot.ids import ConversationId
-from membot.llm.client import ChatModel
 from membot.llm.errors import LLMError
+from membot.llm.model import ChatModel
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
 

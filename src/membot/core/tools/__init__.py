@@ -1,0 +1,1 @@
+"""The built-in tools' domain: what they may know of a turn (TurnContext) and the tools."""

@@ -1,0 +1,39 @@
+"""What a built-in tool may know about the turn it runs in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from membot.llm.tools.registry import ToolContext
+
+if TYPE_CHECKING:
+    from membot.core.facts import FactsDraft
+    from membot.ids import ConversationId
+    from membot.memory.base import ChatRepository
+    from membot.search import HistorySearch
+
+
+class ConsultationSwitch(Protocol):
+    """The turn's handle for `start_consultation`: the switch is committed with the turn."""
+
+    def start(self, request: str, rounds: int | None) -> str:
+        """Record the switch; the text is the tool's result for the model."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext(ToolContext):
+    """The conversation a call belongs to, and what the built-ins reach through it."""
+
+    conversation: ConversationId
+    repository: ChatRepository
+    search: HistorySearch | None = None
+    # Set while the turn may switch the conversation into a consultation (chat mode only).
+    consultation: ConsultationSwitch | None = None
+    # The turn's pending changes to the facts (applied with the turn); None: write at once.
+    facts: FactsDraft | None = None
+
+    @property
+    def label(self) -> str:
+        return f"conversation={self.conversation}"

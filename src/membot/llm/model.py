@@ -1,0 +1,69 @@
+"""What a model is to the rest of membot: the messages it reads, one call's options, its
+answer and what the call cost, and the ChatModel protocol. No SDK here: the agent, the
+summarizer and the usage ledger need these words, not the openai client (llm/client.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+ChatMessage = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A call's tokens, and its cost as the provider reported it (OpenRouter's `usage.cost`,
+    in its credits); None when the provider reports none."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cost: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResponse:
+    content: str
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    model: str = ""
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """Per-call knobs; the defaults send exactly what a plain call sends.
+
+    ``model`` overrides the client's model for this call. ``response_format`` goes on the
+    wire verbatim. ``require_parameters`` asks OpenRouter to route only to providers that
+    honour every parameter sent (otherwise they may silently drop ``response_format``).
+    ``web_search`` lets the model search the web on OpenRouter's side.
+    """
+
+    model: str | None = None
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    require_parameters: bool = False
+    web_search: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+
+
+class ChatModel(Protocol):
+    """What the agent and the summarizer need from a model: one non-streaming completion."""
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> LLMResponse: ...
+
+    async def close(self) -> None: ...
