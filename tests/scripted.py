@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from membot.core.agent import TurnResult
+from membot.core.turn import TurnResult
 from membot.llm.model import CallOptions, ChatMessage, LLMResponse
 
 MODEL = "scripted/model"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
-from membot.core.agent import GAVE_UP
+from membot.core.rounds import GAVE_UP
 from membot.ids import ConversationId
 from membot.llm.tools import hermes
 from membot.memory.files import FileRepository

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from tests.scripted import MODEL, RecordingSink, Reply, ScriptedModel, hermes_call, tool_call
 
-from membot.core.agent import Agent, Incoming, TurnOptions, TurnResult
+from membot.core.agent import Agent
 from membot.core.consult import FINAL_NOTE, ROUND_NOTE
 from membot.core.prompt import PromptBuilder
 from membot.core.summarizer import Summarizer
 from membot.core.tools.builtin import builtin
+from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMInvalidOutput, LLMTimeout, LLMUnavailable
 from membot.llm.model import CallOptions

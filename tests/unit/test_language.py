@@ -19,7 +19,7 @@ from tests.language_corpus import CORPUS
 from tests.scripted import RecordingSink, ScriptedModel
 
 from membot.bot import texts
-from membot.core.agent import Agent, Incoming, TurnOptions
+from membot.core.agent import Agent
 from membot.core.language import (
     UNDETERMINED,
     Detect,
@@ -31,6 +31,7 @@ from membot.core.language import (
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
 from membot.core.summarizer import UNKNOWN_LANGUAGE, Summarizer
+from membot.core.turn import Incoming, TurnOptions
 from membot.ids import ConversationId
 from membot.memory import (
     ChatRepository,

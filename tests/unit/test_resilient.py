@@ -19,10 +19,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from tests.scripted import RecordingSink, ScriptedModel
 
-from membot.core.agent import Agent, Incoming
+from membot.core.agent import Agent
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
 from membot.core.summarizer import Summarizer
+from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import ConversationState, MemoryRepository, Message
 from membot.memory.base import StorageUnavailable

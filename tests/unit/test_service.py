@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from tests.scripted import RecordingSink, Reply, ScriptedModel
 
-from membot.core.agent import Agent, Incoming, TurnResult
+from membot.core.agent import Agent
 from membot.core.consult import FINAL_NOTE
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationBusy, ConversationService
 from membot.core.summarizer import Summarizer
 from membot.core.tools.builtin import builtin
+from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.memory import ConversationState, MemoryRepository, SessionConfig

@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from membot.core.agent import Agent, Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.agent import Agent
+from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import TurnBusy, TurnLocks
 from membot.errors import Busy
 from membot.ids import ConversationId
@@ -148,14 +149,23 @@ class ConversationService:
         with charged_to(incoming.user_id, incoming.conversation):
             return await self.agent.respond(incoming, sink, options)
 
-    async def consult(self, incoming: Incoming, rounds: int | None, sink: ReplySink) -> TurnResult:
+    async def consult(
+        self,
+        incoming: Incoming,
+        rounds: int | None,
+        sink: ReplySink,
+        options: TurnOptions | None = None,
+    ) -> TurnResult:
         """Start a consultation of `rounds` (default CONSULT_ROUNDS) on this request; the
-        answer is round 1. Raises ValueError when `rounds` is outside 1..MAX_ROUNDS."""
+        answer is round 1. Every front door starts one here (/consult, an API session with
+        maxRounds); `options` are the rest of the turn's (an API session's settings).
+        Raises ValueError when `rounds` is outside 1..MAX_ROUNDS."""
         n = self.consult_rounds if rounds is None else rounds
         if not 1 <= n <= self.max_rounds:
             raise ValueError(f"rounds must be from 1 to {self.max_rounds}")
+        opts = replace(options or TurnOptions(), start=n)
         with charged_to(incoming.user_id, incoming.conversation):
-            result = await self.agent.respond(incoming, sink, TurnOptions(start=n))
+            result = await self.agent.respond(incoming, sink, opts)
         log.info("%s: consultation started, %d rounds", incoming.conversation, n)
         return result
 

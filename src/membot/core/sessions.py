@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from membot.clock import Clock, utc_now
-from membot.core.agent import Incoming, TurnOptions, TurnResult
 from membot.core.service import ConversationBusy, ConversationService
+from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.errors import Busy, MembotError, Unavailable
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
@@ -143,22 +143,22 @@ class Sessions:
             # While the storage is down no later round could find this one: one round it is.
             log.info("%s: storage unavailable, answered as a single round", cid)
             request = replace(request, max_rounds=None)
-        if request.max_rounds is None:
-            # One plain round (no round text in the prompt), and the dialog is over.
-            initial = ConversationState(
-                round=1,
-                max_rounds=1,
-                initial_request=request.message,
-                complete=True,
-                session=config,
-            )
-            options = self._options(config, state=initial)
-        else:
-            options = self._options(
-                config, state=ConversationState(session=config), start=request.max_rounds
-            )
+        incoming = Incoming(cid, request.message)
         async with self._turn(cid):
-            result = await self.service.say(Incoming(cid, request.message), _Quiet(), options)
+            if request.max_rounds is None:
+                # One plain round (no round text in the prompt), and the dialog is over.
+                initial = ConversationState(
+                    round=1,
+                    max_rounds=1,
+                    initial_request=request.message,
+                    complete=True,
+                    session=config,
+                )
+                options = self._options(config, state=initial)
+                result = await self.service.say(incoming, _Quiet(), options)
+            else:
+                options = self._options(config, state=ConversationState(session=config))
+                result = await self.service.consult(incoming, request.max_rounds, _Quiet(), options)
         return _reply(sid, result)
 
     async def _continue(self, sid: uuid.UUID, message: str) -> SessionReply:
@@ -201,15 +201,10 @@ class Sessions:
             yield
 
     def _options(
-        self,
-        config: SessionConfig,
-        *,
-        state: ConversationState | None = None,
-        start: int | None = None,
+        self, config: SessionConfig, *, state: ConversationState | None = None
     ) -> TurnOptions:
         structured = config.output_format == "json" or config.output_schema is not None
         return TurnOptions(
-            start=start,
             system_prompt=config.system_prompt,
             call=CallOptions(
                 model=config.model,

@@ -3,10 +3,10 @@ front door may ask for, what comes out, and where the words go."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from membot.core.consult import RoundPlan, clamp_rounds
+from membot.core.consult import RoundPlan
 from membot.ids import ConversationId
 from membot.memory.models import ConversationState
 
@@ -71,25 +71,3 @@ class ReplySink(Protocol):
     async def answer(self, result: TurnResult) -> None:
         """The turn's answer; it is stored when this is called."""
         ...
-
-
-@dataclass(slots=True)
-class ConsultSwitch:
-    """`start_consultation`'s handle for one turn: the switch is applied by the agent and
-    committed with the turn, never before."""
-
-    default_rounds: int
-    max_rounds: int
-    plan: RoundPlan | None = field(default=None)
-
-    def start(self, request: str, rounds: int | None) -> str:
-        if self.plan is not None:
-            return "A consultation was already started in this turn."
-        n = clamp_rounds(rounds, self.default_rounds, self.max_rounds)
-        self.plan = RoundPlan.start(request, n)
-        if self.plan.final:
-            return "Consultation started with 1 round: give your complete answer now."
-        return (
-            f"Consultation started: {n} rounds. Now ask the user your clarifying questions "
-            "for round 1; do not give the final answer yet."
-        )

@@ -13,8 +13,8 @@ from aiogram.utils.chat_action import ChatActionSender
 from membot.bot import texts
 from membot.bot.filters import AddressedToBot, Inline, strip_mention
 from membot.bot.render import send_markdown, topic_of
-from membot.core.agent import Incoming, TurnResult
 from membot.core.service import ConversationService
+from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
 from membot.memory.models import ConversationState

@@ -1,0 +1,78 @@
+"""The turn plan: what one turn starts from, which round it answers, what it may write.
+
+The agent settles it before the model is called, from the conversation's stored state and
+what the front door asked for, and applies it when the turn is stored. A consultation starts
+in one way only, `TurnPlan.consult`, whoever asks for it: a front door before the turn
+(/consult, an API session with maxRounds: `TurnOptions.start`) or the model within it
+(`start_consultation`, through the ConsultSwitch below). Nothing is stored before the turn is:
+a turn that fails leaves the conversation as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from membot.core.consult import RoundPlan, clamp_rounds
+from membot.memory.models import ConversationState
+
+
+@dataclass(slots=True)
+class TurnPlan:
+    """`start` is the state the turn starts from: the stored one, or the settings a new API
+    session was given, with the conversation's language once it is known. `round` is the
+    consultation round the turn answers (None: plain chat). `keep` says whether the turn may
+    store the state it leaves: not when `start` was read while the storage was down (then it
+    is a stand-in, not the conversation's), unless a front door set the state itself.
+    `unsaved`: `start` differs from what is stored (a language just detected, a new session's
+    settings), so it is stored with the turn even in plain chat. `offer`: the model is offered
+    `start_consultation` while the turn is in plain chat."""
+
+    start: ConversationState
+    round: RoundPlan | None = None
+    keep: bool = True
+    unsaved: bool = False
+    offer: bool = False
+
+    def consult(self, request: str, rounds: int) -> RoundPlan:
+        """Start a consultation of `rounds` on `request`: this turn answers its round 1."""
+        self.round = RoundPlan.start(request, rounds)
+        return self.round
+
+    @property
+    def offers_consultation(self) -> bool:
+        return self.offer and self.round is None
+
+    @property
+    def completes(self) -> bool:
+        """Whether the turn's answer completes the dialog (held to the requested format)."""
+        return self.round is None or self.round.final
+
+    def state_after(self) -> ConversationState | None:
+        """The state stored with the turn; None: the stored one stays as it is."""
+        if not self.keep:
+            return None
+        if self.round is not None:
+            return self.round.state_after(self.start)
+        return self.start if self.unsaved else None
+
+
+@dataclass(slots=True)
+class ConsultSwitch:
+    """`start_consultation`'s handle on one turn's plan: the consultation starts in the plan,
+    and is stored with the turn, never before."""
+
+    plan: TurnPlan
+    default_rounds: int
+    max_rounds: int
+
+    def start(self, request: str, rounds: int | None) -> str:
+        """Start it; the text is the tool's result for the model."""
+        if self.plan.round is not None:
+            return "A consultation was already started in this turn."
+        n = clamp_rounds(rounds, self.default_rounds, self.max_rounds)
+        if self.plan.consult(request, n).final:
+            return "Consultation started with 1 round: give your complete answer now."
+        return (
+            f"Consultation started: {n} rounds. Now ask the user your clarifying questions "
+            "for round 1; do not give the final answer yet."
+        )

@@ -1,0 +1,171 @@
+"""The model's side of a turn: tool rounds, then the answer, in the format asked for.
+
+The agent (core/agent.py) owns the turn: what it starts from, what is stored and when. This is
+the exchange with the model within it: each round the model either calls tools (their text
+shown at once as progress, their results fed back) or answers; past the cap it must answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from membot.core.prompt import to_chat_message
+from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
+from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
+from membot.memory.models import Message
+
+if TYPE_CHECKING:
+    from membot.core.plan import TurnPlan
+    from membot.core.tools.context import TurnContext
+    from membot.core.turn import ReplySink, TurnOptions
+    from membot.ids import ConversationId
+    from membot.llm.structured import OutputSpec
+    from membot.llm.tools import ToolExecutor, ToolMode, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+# The model spent every tool round and then still said nothing: say so rather than nothing.
+GAVE_UP = "Sorry, I could not finish this one. Could you rephrase or narrow the question?"
+
+# The system message for the plan as it stands: it changes when the model starts a
+# consultation within the turn.
+SystemFor = Callable[[], ChatMessage]
+
+
+class ToolRounds:
+    """Talks to the model for one turn. `registry` is every tool the turn may offer;
+    `registry_no_consult` the same without `start_consultation` (offered in plain chat only)."""
+
+    def __init__(
+        self,
+        *,
+        model: ChatModel,
+        mode: ToolMode,
+        tools: ToolExecutor | None,
+        registry: ToolRegistry,
+        registry_no_consult: ToolRegistry,
+        max_tool_rounds: int,
+    ) -> None:
+        self.model = model
+        self.mode = mode
+        self.tools = tools
+        self.registry = registry
+        self.registry_no_consult = registry_no_consult
+        self.max_tool_rounds = max_tool_rounds
+
+    async def run(
+        self,
+        messages: list[ChatMessage],
+        sink: ReplySink,
+        tool_ctx: TurnContext,
+        plan: TurnPlan,
+        system: SystemFor,
+        opts: TurnOptions,
+    ) -> tuple[list[Message], LLMResponse]:
+        """Tool rounds, then the answer. Returns what to store after the user message (the
+        last item is the answer) and the last response."""
+        produced: list[Message] = []
+        prompted = plan.round  # the round the system message in `messages` was made for
+        for round_no in range(self.max_tool_rounds + 1):
+            # The last round is "answer now": past the cap tools are refused, never looped on.
+            final = round_no == self.max_tool_rounds
+            if plan.round is not prompted:
+                # The model switched into a consultation: from now on the prompt is round 1's.
+                prompted = plan.round
+                messages = [system(), *messages[1:]]
+            registry = self.registry if plan.offers_consultation else self.registry_no_consult
+            output = opts.output if plan.completes else None
+            call = _with_output(opts.call, output)
+            request = self.mode.request(messages, registry, final=final)
+            response = await self.model.complete(
+                request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
+            )
+            text, calls = self.mode.parse(response)
+            if not calls or self.tools is None or final:
+                if calls:
+                    why = "past the cap" if self.tools else "while tools are off"
+                    log.warning("%s: tool calls made %s were ignored", tool_ctx.conversation, why)
+                if not text:
+                    if not produced:
+                        raise LLMUnavailable("the model returned an empty answer")
+                    text = GAVE_UP
+                if output is not None:  # GAVE_UP too: the answer must be what was asked
+                    text, response = await self._checked(messages, text, response, output, call)
+                produced.append(Message(role="assistant", content=text))
+                return produced, response
+            if text:
+                await _progress(tool_ctx.conversation, sink, text)
+            results = await self.tools.run(calls, tool_ctx, registry)
+            step = [
+                Message(
+                    role="assistant",
+                    content=text,
+                    tool_calls=tuple(call.to_openai() for call in calls),
+                ),
+                *(
+                    Message(
+                        role="tool",
+                        content=result.content,
+                        tool_call_id=result.call.id,
+                        name=result.call.name,
+                    )
+                    for result in results
+                ),
+            ]
+            produced.extend(step)
+            messages = [*messages, *(to_chat_message(m) for m in step)]
+        raise AssertionError("unreachable: the final round always returns")
+
+    async def _checked(
+        self,
+        messages: list[ChatMessage],
+        text: str,
+        response: LLMResponse,
+        output: OutputSpec,
+        call: CallOptions | None,
+    ) -> tuple[str, LLMResponse]:
+        """The answer in the requested format: one repair request, then LLMInvalidOutput."""
+        problem = output.check(text)
+        if problem is None:
+            return output.clean(text), response
+        log.warning("the answer did not match the output format; asking for a repair")
+        repair = [
+            *messages,
+            {"role": "assistant", "content": text},
+            output.repair_message(problem),
+        ]
+        # Native mode forbids tool calls with final=True; Hermes mode's final note ("answer in
+        # plain text now") would contradict the repair, so it gets the plain request there.
+        final = self.mode.name != "hermes"
+        request = self.mode.request(repair, self.registry_no_consult, final=final)
+        response = await self.model.complete(
+            request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
+        )
+        text, _ = self.mode.parse(response)
+        if output.check(text) is not None:
+            raise LLMInvalidOutput("the answer did not match the requested format")
+        return output.clean(text), response
+
+
+async def _progress(cid: ConversationId, sink: ReplySink, text: str) -> None:
+    """Send "Let me look that up..." before the tools run. Best effort: a lost progress
+    note must not cost the user the answer that follows."""
+    try:
+        await sink.progress(text)
+    except Exception as exc:
+        log.warning("%s: progress text not delivered: %s", cid, type(exc).__name__)
+
+
+def _with_output(call: CallOptions | None, output: OutputSpec | None) -> CallOptions | None:
+    """The call's options with the output format's response_format added."""
+    if output is None:
+        return call
+    base = call or CallOptions()
+    return replace(
+        base,
+        response_format=output.response_format(),
+        require_parameters=base.require_parameters or output.require_parameters,
+    )
