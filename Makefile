@@ -3,7 +3,7 @@ PYTHON ?= python3
 # uv on PATH, else the one pip puts next to Python (`python3 -m uv` works wherever pip put it).
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
-.PHONY: install run check-config test lint format bench clean
+.PHONY: install run check-config test lint format bench docs clean
 
 install: ## install uv if missing, then the locked dependencies into .venv
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv \
@@ -21,16 +21,21 @@ test: install ## the whole test suite, offline
 	$(UV) run --locked pytest -q
 
 lint: install ## ruff check + ruff format --check + mypy
-	$(UV) run --locked ruff check src tests bench
-	$(UV) run --locked ruff format --check src tests bench
+	$(UV) run --locked ruff check src tests bench scripts
+	$(UV) run --locked ruff format --check src tests bench scripts
 	$(UV) run --locked mypy
 
 format: install
-	$(UV) run --locked ruff check --fix src tests bench
-	$(UV) run --locked ruff format src tests bench
+	$(UV) run --locked ruff check --fix src tests bench scripts
+	$(UV) run --locked ruff format src tests bench scripts
 
-bench: install ## benchmarks: prints a table, writes bench/results.json
+bench: install ## benchmarks: prints a table, writes bench/results.json, then docs/benchmarks.md
 	$(UV) run --locked python -m bench
+	$(UV) run --locked python -m bench.report
+
+docs: install ## the generated pages: docs/benchmarks.md (bench/results.json), docs/openapi.json
+	$(UV) run --locked python -m bench.report
+	$(UV) run --locked python -m scripts.openapi
 
 clean: ## caches and build output; never touches data/
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build dist src/*.egg-info

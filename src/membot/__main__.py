@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from membot.config import Settings
 
 # Every command imports what it needs when it runs: `membot --help` imports nothing of ours,
-# the operator commands neither aiogram nor the model client (README "Benchmarks", startup).
+# the operator commands neither aiogram nor the model client (docs/benchmarks.md, Start-up).
 
 
 def main(argv: list[str] | None = None) -> int:

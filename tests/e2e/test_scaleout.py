@@ -262,7 +262,7 @@ async def test_a_redis_restart_mid_load_loses_nothing_and_repeats_nothing(
     # Leases and turn locks outlive the restart, as they do with the default CLAIM_IDLE
     # (30 s). With the 1 s the other tests use to make take-overs quick, a restart on a busy
     # machine can outlast a lease: then a worker may finish a turn it began while the new
-    # holder moves on, and one chat may see an answer out of order (README, Scale-out).
+    # holder moves on, and one chat may see an answer out of order (docs/operating.md, Scale-out).
     cluster.env["CLAIM_IDLE"] = "5"
     await start(cluster, tg)
     llm.gate = asyncio.Event()
