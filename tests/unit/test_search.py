@@ -16,7 +16,7 @@ from membot.search import HistorySearch, SearchHit, format_hits
 
 CHAT = ConversationId.telegram(42)
 SESSION = ConversationId.api("7d444840-9dc0-11d1-b245-5ffdce74fad2")
-INDEX_LOGGER = "membot.search.index"
+INDEX_LOGGER = "membot.search"  # the index (index.py) and its file (store.py)
 
 
 @pytest.fixture

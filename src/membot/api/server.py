@@ -35,6 +35,7 @@ from membot.api.models import (
 from membot.api.openapi import build_document
 from membot.clock import Clock, utc_now
 from membot.config import Settings
+from membot.core.session_sweep import SessionSweeper, sweep_interval
 from membot.core.sessions import (
     DialogCompleted,
     InvalidMaxRounds,
@@ -43,9 +44,7 @@ from membot.core.sessions import (
     SessionError,
     SessionNotFound,
     Sessions,
-    SessionSweeper,
     SessionUnavailable,
-    sweep_interval,
 )
 from membot.listen import listen
 from membot.llm.errors import (

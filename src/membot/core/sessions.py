@@ -11,7 +11,6 @@ Nothing here knows HTTP: the front door maps the errors below to its own statuse
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -88,12 +87,6 @@ class _Quiet:
 
     async def answer(self, result: TurnResult) -> None:
         return None
-
-
-def sweep_interval(ttl: float) -> float:
-    """How often expired sessions are looked for: at least once a minute, and at least twice
-    per TTL so that none outlives it by much."""
-    return min(60.0, ttl / 2)
 
 
 class Sessions:
@@ -255,51 +248,3 @@ def _reply(sid: uuid.UUID, result: TurnResult) -> SessionReply:
         max_rounds=plan.max_rounds if plan else 1,
         complete=result.complete,
     )
-
-
-class SessionSweeper:
-    """The background sweep: `Sessions.sweep` every `interval` seconds until closed.
-
-    `wait_for_sweep()` lets a caller (a test) wait for a whole sweep that began after it
-    asked, instead of sleeping for a guessed time."""
-
-    def __init__(self, sessions: Sessions, interval: float) -> None:
-        self.sessions = sessions
-        self.interval = interval
-        self._task: asyncio.Task[None] | None = None
-        self._started = 0
-        self._done = 0
-        self._cond = asyncio.Condition()
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="membot-session-sweep")
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    @property
-    def sweeps(self) -> int:
-        """How many sweeps have finished."""
-        return self._done
-
-    async def wait_for_sweep(self, timeout: float = 10.0) -> None:
-        target = self._started + 1
-        async with asyncio.timeout(timeout), self._cond:
-            await self._cond.wait_for(lambda: self._done >= target)
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)  # the sweep's period, not synchronisation
-            self._started += 1
-            try:
-                await self.sessions.sweep()
-            except Exception as exc:
-                # Storage trouble: try again next time rather than stop sweeping for good.
-                log.warning("session sweep failed: %s", type(exc).__name__)
-            async with self._cond:
-                self._done += 1
-                self._cond.notify_all()

@@ -19,7 +19,8 @@ from membot.config import Settings
 from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory import FileRepository
 from membot.memory.models import iso
-from membot.search.index import HistorySearch, SearchHit
+from membot.search.hits import SearchHit
+from membot.search.index import HistorySearch
 
 # The bot's own default, so `membot search` and `membot run` agree without a DATA_DIR.
 DEFAULT_DATA_DIR: Path = Settings.model_fields["data_dir"].default
