@@ -20,10 +20,11 @@ check-config: install ## validate .env and print the settings, secrets masked
 test: install ## the whole test suite, offline
 	$(UV) run --locked pytest -q
 
-lint: install ## ruff check + ruff format --check + mypy
+lint: install ## ruff check + ruff format --check + mypy + import contracts (pyproject.toml)
 	$(UV) run --locked ruff check src tests bench scripts
 	$(UV) run --locked ruff format --check src tests bench scripts
 	$(UV) run --locked mypy
+	$(UV) run --locked lint-imports
 
 format: install
 	$(UV) run --locked ruff check --fix src tests bench scripts
