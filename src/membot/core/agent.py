@@ -61,7 +61,6 @@ class Agent:
         self.prompts = prompts
         self.summarizer = summarizer
         self.window_size = window_size
-        self.tools = tools
         self.registry = tools.registry if tools else ToolRegistry()
         # During a consultation (or where a front door does not want it) the model is not
         # offered `start_consultation`; both registries and their prompt text are fixed.
