@@ -6,13 +6,12 @@
     ├── InvalidConversationId       an id that no path or key may be made from (ValueError)
     ├── CorruptRecord               a stored line that cannot be read back (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
-    │   ├── ConversationBusy        another turn holds the conversation (core/service.py)
-    │   ├── TurnBusy                another process holds the turn lock (core/turnlock.py)
-    │   └── SessionBusy             an API session's round is being answered (core/sessions.py)
+    │   └── ConversationBusy        another turn holds the conversation, in this process or
+    │                               another (core/turnlock.py; an API session's: 409)
     ├── Unavailable                 a server membot needs cannot be reached now
-    │   ├── StorageUnavailable      the storage (Redis) is down and its memory is needed
+    │   ├── StorageUnavailable      the storage (Redis) did not answer (memory/base.py; the
+    │   │                           API: 503, with QUEUE=redis the update is tried again)
     │   ├── IntakeUnavailable       an update cannot be kept now (Telegram sends it again)
-    │   ├── SessionUnavailable      an API session cannot be read now
     │   └── LLMUnavailable          the model provider is down (also an LLMError)
     ├── LLMError                    the model could not give an answer (llm/errors.py has its tree)
     ├── ToolError                   a tool failed: its message goes back to the model, not the user
@@ -21,9 +20,11 @@
     ├── ApiError                    an HTTP request answered with a JSON error and a stable code
     └── NotHolder                   a worker's shard has another holder now (scale-out)
 
-`Busy` and `Unavailable` are what front doors translate: Telegram users get "busy, try again"
-or "storage unavailable" texts, the HTTP API 409/503 with stable codes. A class may sit in a
-family and in its package's own branch at once (`SessionBusy` is a `SessionError` and `Busy`).
+`Busy` and `Unavailable` are what front doors translate: one class travels from where it is
+raised to the front door, which catches the family (the HTTP API answers 409 SESSION_BUSY
+and 503 SERVICE_UNAVAILABLE; with QUEUE=redis the Telegram side leaves the update to be
+tried again). A class may sit in a family and in its package's own branch at once
+(`LLMUnavailable` is an `LLMError` and `Unavailable`: the API answers it 502 LLM_UNAVAILABLE).
 
 None of these carries message text, file contents or secrets in `str()`: all are safe to log.
 """

@@ -1,11 +1,16 @@
 """Wiring for any front door: the model, the repository, the agent, the conversation service
-and the background work, built once from the settings, closed once. No aiogram here."""
+and the background work, built once from the settings, closed once. No aiogram here.
+
+With STORAGE=redis this is where the process's one Redis client is made, and with
+QUEUE=local its one health object (the circuit breaker, memory/health.py); both are handed
+explicitly to every user of Redis and kept on `Core` (`core.redis`, `core.health`) for the
+front doors' own users (Telegram's shared limits, the queue, the API's sessions)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from membot.clock import Clock, utc_now
 from membot.config import Settings
@@ -19,7 +24,7 @@ from membot.core.turnlock import RedisTurnLocks, TurnLocks
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
-from membot.memory.base import ChatRepository, Degradable
+from membot.memory.base import ChatRepository, CheckedAtStart
 from membot.memory.files import FileRepository
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
@@ -29,15 +34,19 @@ from membot.usage.build import build_usage
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from membot.memory.health import RedisHealth
+
 log = logging.getLogger(__name__)
 
 # Behind the breaker a dead Redis must cost an answer about half a second at most.
 REDIS_CONNECT_TIMEOUT = 0.25
 REDIS_SOCKET_TIMEOUT = 0.5
 # With QUEUE=redis there is no breaker: a failed call leaves the update in the queue, to be
-# tried again, so calls get the client's usual timeouts and retries.
+# tried again, so calls get the client's usual timeouts and retries. The same client reads
+# the queue, whose reads block for up to 1 s (queue/worker.py BLOCK_MS): that fits within
+# the socket timeout, with the 3 s any other call gets on top.
 QUEUE_CONNECT_TIMEOUT = 1.0
-QUEUE_SOCKET_TIMEOUT = 3.0
+QUEUE_SOCKET_TIMEOUT = 4.0
 
 # With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
 LLM_RETRIES = 2
@@ -66,6 +75,9 @@ def build_agent(
     model: ChatModel,
     repository: ChatRepository,
     tasks: TaskSupervisor | None = None,
+    *,
+    redis: Redis | None = None,
+    health: RedisHealth | None = None,
 ) -> Agent:
     registry = builtin.subset(settings.enabled_tools)
     return Agent(
@@ -78,7 +90,7 @@ def build_agent(
             every=settings.summary_every,
             language=settings.summary_language,
             # With Redis, one summary per conversation across all processes.
-            lease=summary_lease(settings, repository),
+            lease=summary_lease(settings, redis, health),
         ),
         window_size=settings.window_size,
         tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
@@ -93,51 +105,55 @@ def build_agent(
     )
 
 
-@runtime_checkable
-class CheckedAtStart(Protocol):
-    """A backend with something to check at start-up (the Redis one: reachable, persisting)."""
+def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
+    """The process's one Redis client, and with QUEUE=local its health object (the breaker).
+    Connects nowhere: Redis is reached on first use.
 
-    async def check(self) -> bool: ...
+    With QUEUE=local the bot answers while Redis is down (memory/resilient.py): the client
+    gets short timeouts and one retry, as the breaker, not a retry, rides out an outage. With
+    QUEUE=redis, Redis is the queue too, and an update is not answered without it: it waits
+    in the stream (or in Telegram), as an answer given from a local spool could be given
+    again, or out of order, by another worker once Redis is back (the handled marks, the
+    acknowledgements and the turn locks are all in Redis). So there is no breaker then, and
+    a call Redis does not answer raises StorageUnavailable: the update is tried again, and an
+    HTTP request is answered 503 SERVICE_UNAVAILABLE."""
+    from membot.memory.health import RedisHealth  # imported late: only where used
+    from membot.memory.redis_client import create_client
 
-
-def build_repository(settings: Settings) -> ChatRepository:
-    """The backend STORAGE names. Building it connects nowhere: Redis is reached on first use.
-
-    Redis comes behind a circuit breaker and a spool under DATA_DIR (memory/resilient.py), so
-    the bot answers while it is down; its client gets short timeouts and one retry, as the
-    breaker, not a retry, is what rides out an outage. With QUEUE=redis, Redis is the queue
-    too: while it is down nothing is answered (updates wait in Telegram or in the stream),
-    so the repository is the plain one and its errors leave the update to be tried again."""
-    if settings.storage.backend == "redis":
-        # imported late: only where used
-        from membot.memory.redis import RedisRepository, create_client
-        from membot.memory.resilient import ResilientRedisRepository
-
-        if settings.queue.backend == "redis":
-            return RedisRepository(
-                create_client(
-                    settings.redis_url.get_secret_value(),
-                    connect_timeout=QUEUE_CONNECT_TIMEOUT,
-                    socket_timeout=QUEUE_SOCKET_TIMEOUT,
-                ),
-                prefix=settings.redis_prefix,
-                max_messages=settings.redis_max_messages,
-                ttl=settings.conversation_ttl,
-            )
+    url = settings.redis_url.get_secret_value()
+    if settings.queue.backend == "redis":
         client = create_client(
-            settings.redis_url.get_secret_value(),
-            connect_timeout=REDIS_CONNECT_TIMEOUT,
-            socket_timeout=REDIS_SOCKET_TIMEOUT,
-            retries=1,
+            url, connect_timeout=QUEUE_CONNECT_TIMEOUT, socket_timeout=QUEUE_SOCKET_TIMEOUT
         )
-        redis = RedisRepository(
-            client,
-            prefix=settings.redis_prefix,
-            max_messages=settings.redis_max_messages,
-            ttl=settings.conversation_ttl,
-        )
-        return ResilientRedisRepository(redis, settings.data_dir)
-    return FileRepository(settings.data_dir)
+        return client, None
+    client = create_client(
+        url, connect_timeout=REDIS_CONNECT_TIMEOUT, socket_timeout=REDIS_SOCKET_TIMEOUT, retries=1
+    )
+    return client, RedisHealth(client.ping)
+
+
+def build_repository(
+    settings: Settings, redis: Redis | None = None, health: RedisHealth | None = None
+) -> ChatRepository:
+    """The backend STORAGE names: for STORAGE=redis on the process's client, and with a
+    health object behind it and a spool under DATA_DIR (memory/resilient.py)."""
+    if settings.storage.backend != "redis":
+        return FileRepository(settings.data_dir)
+    if redis is None:
+        raise ValueError("STORAGE=redis: the repository needs the client (build_redis)")
+    # imported late: only where used
+    from membot.memory.redis import RedisRepository
+    from membot.memory.resilient import SPOOL_NAME, ResilientRepository
+
+    repository = RedisRepository(
+        redis,
+        prefix=settings.redis_prefix,
+        max_messages=settings.redis_max_messages,
+        ttl=settings.conversation_ttl,
+    )
+    if health is None:
+        return repository
+    return ResilientRepository(repository, health, settings.data_dir / SPOOL_NAME)
 
 
 @dataclass
@@ -152,8 +168,10 @@ class Core:
     service: ConversationService
     ledger: UsageLedger
     quota: Quota
-    # The repository's Redis client when the storage is Redis (shared limits, the queue).
+    # STORAGE=redis: the process's one client (shared limits, the queue use it too) and,
+    # with QUEUE=local, its health object (the breaker).
     redis: Redis | None = None
+    health: RedisHealth | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -167,7 +185,11 @@ class Core:
         await self.tasks.close()
         await self.model.close()
         await self.ledger.close()
+        if self.health is not None:
+            await self.health.close()  # no probe, no spool written from now on
         await self.repository.close()
+        if self.redis is not None:
+            await self.redis.aclose()  # last: everything above may use it until closed
 
 
 def build_core(
@@ -179,47 +201,38 @@ def build_core(
 ) -> Core:
     """Build the core from the settings; `model` and `repository` replace the configured ones
     (a scripted model, the in-memory backend), `clock` the time budgets are counted in."""
-    repository = repository or build_repository(settings)
-    redis = _redis_client(repository)
-    health = repository if isinstance(repository, Degradable) else None
+    redis, health = build_redis(settings) if settings.storage.backend == "redis" else (None, None)
+    repository = repository or build_repository(settings, redis, health)
     ledger, quota = build_usage(settings, redis, clock, health)
     # Every call, summaries and tool rounds included, is charged to the turn's user and chat.
     model = MeteredModel(model or build_model(settings), ledger, clock)
     tasks = TaskSupervisor()
-    agent = build_agent(settings, model, repository, tasks)
+    agent = build_agent(settings, model, repository, tasks, redis=redis, health=health)
     service = ConversationService(
         agent,
         repository,
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
-        turn_locks=_turn_locks(settings, repository),
+        turn_locks=_turn_locks(settings, redis, health),
         quota=quota,
     )
-    return Core(settings, model, repository, tasks, agent, service, ledger, quota, redis)
+    return Core(settings, model, repository, tasks, agent, service, ledger, quota, redis, health)
 
 
-def _redis_client(repository: ChatRepository) -> Redis | None:
-    client = getattr(repository, "client", None)
-    if client is None:
-        return None
-    from redis.asyncio import Redis  # only when the repository has a client
-
-    return client if isinstance(client, Redis) else None
-
-
-def _turn_locks(settings: Settings, repository: ChatRepository) -> TurnLocks | None:
+def _turn_locks(
+    settings: Settings, redis: Redis | None, health: RedisHealth | None
+) -> TurnLocks | None:
     """With Redis, several processes may share conversations: a conversation's turn is then
-    also held across them (core/turnlock.py), on the repository's own client."""
-    if settings.storage.backend != "redis":
+    also held across them (core/turnlock.py). While the breaker is open (QUEUE=local) the
+    turn is held in this process only."""
+    if redis is None:
         return None
-    from membot.memory.redis import RedisRepository  # imported late: only where used
-
-    if not isinstance(repository, RedisRepository):
-        return None  # a test's own repository
-    # While Redis is down (the breaker is open) the turn is held in this process only.
-    health = repository if isinstance(repository, Degradable) else None
     # The lease outlasts a model call that is retried: a killed process blocks its
     # conversations for at most this long. With QUEUE=redis another worker takes a dead one's
     # updates after CLAIM_IDLE, and the lock must not hold it up longer than that.
     timeout = settings.claim_idle if settings.queue.backend == "redis" else 30.0
-    return RedisTurnLocks(repository.client, settings.redis_prefix, timeout=timeout, health=health)
+    if health is None:
+        return RedisTurnLocks(redis, settings.redis_prefix, timeout=timeout)
+    return RedisTurnLocks(
+        redis, settings.redis_prefix, timeout=timeout, health=health, budget=health.budget
+    )

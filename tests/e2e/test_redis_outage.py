@@ -24,8 +24,10 @@ import pytest
 
 from membot.bot.texts import EN
 from membot.ids import ConversationId
-from membot.memory.redis import RedisRepository, create_client
-from membot.memory.resilient import CALL_BUDGET, ResilientRepository
+from membot.memory.health import CALL_BUDGET
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
+from membot.memory.resilient import ResilientRepository
 from tests import api_support
 from tests.api_support import RunningApi, StartApi, free_port
 from tests.conftest import StartBot
@@ -191,21 +193,22 @@ async def test_a_hung_redis_costs_one_call_budget_then_nothing(
     caplog_info: pytest.LogCaptureFixture,
 ) -> None:
     # What bounds the delay a hung Redis adds (the 0.5 s budget of the one call that finds
-    # it hung, then nothing) is observed through the wrapper's own counters, not timed:
-    # the machines are too noisy for wall-clock limits.
+    # it hung, then nothing) is observed through the health object, not timed: the machines
+    # are too noisy for wall-clock limits.
     await redis_server.start()
     bot = await start_bot(**redis_settings(redis_server))
-    repository = bot.app.core.repository
-    assert isinstance(repository, ResilientRepository)
+    core = bot.app.core
+    assert isinstance(core.repository, ResilientRepository) and core.health is not None
+    assert core.repository.health is core.health  # one breaker for every user of Redis
     await say(tg, "one")
     redis_server.signal(signal.SIGSTOP)  # accepts connections, answers nothing
     for text in ("two", "three", "four"):
         assert (await say(tg, text))[0] == f"ANSWER: {text}"
     assert logged(caplog_info, OUTAGE) == 1
-    # Once open, no answer probed or called the server: only the background reviver did.
-    assert repository.inline_probes == 0
-    assert repository.calls_while_open == 0
-    assert CALL_BUDGET == 0.5
+    # Once open, no answer probed or called the server: a call refuses at once while the
+    # breaker is open, and only the background reviver probes (memory/health.py).
+    assert not core.health.available and core.health.outages == 1
+    assert core.health.budget == CALL_BUDGET == 0.5
 
     redis_server.signal(signal.SIGCONT)
     assert await back(caplog_info) < 5.0
@@ -271,6 +274,43 @@ async def test_the_api_answers_new_requests_as_one_round_and_refuses_sessions(
     # The session answered during the outage was written back: one round, complete.
     done = await api.client.chat({"message": "more", "sessionId": new.body["sessionId"]})
     assert (done.status, done.code) == (400, "DIALOG_COMPLETED")
+
+
+async def test_with_queue_redis_the_api_answers_503_while_redis_is_down(
+    start_api: StartApi,
+    redis_server: PrivateRedis,
+    caplog_info: pytest.LogCaptureFixture,
+) -> None:
+    # QUEUE=redis: no breaker and no spool (membot.wiring `build_redis` says why), so nothing
+    # is answered without Redis; but an unreachable storage is 503, never 500.
+    await redis_server.start()
+    api: RunningApi = await start_api(**redis_settings(redis_server), queue="redis")
+    assert api.core.health is None and api.core.redis is not None
+    first = await api.client.chat({"message": "plan a trip", "maxRounds": 3})
+    assert (first.status, first.body["content"]) == (200, "ANSWER: plan a trip")
+    sid = first.body["sessionId"]
+
+    await redis_server.stop()
+    for body in ({"message": "hello"}, {"message": "plan a dinner", "maxRounds": 3}):
+        refused = await api.client.chat(body)
+        assert refused.status == 503
+        assert refused.headers["Content-Type"].startswith("application/json")
+        assert refused.body == {
+            "error": "The storage is unavailable right now; try again soon.",
+            "code": "SERVICE_UNAVAILABLE",
+        }
+    session = await api.client.chat({"message": "next", "sessionId": sid})
+    assert session.status == 503
+    assert session.body == {
+        "error": "The session's memory is unavailable right now; try again soon or start a "
+        "new session.",
+        "code": "SERVICE_UNAVAILABLE",
+    }
+    assert logged(caplog_info, "unexpected") == 0  # nothing went the internal-error way
+
+    await redis_server.start()  # the same port and append-only file
+    again = await api.client.chat({"message": "next", "sessionId": sid})
+    assert (again.status, again.body["round"]) == (200, 2)
 
 
 async def test_a_turn_answered_during_the_outage_leaves_the_conversations_state_alone(

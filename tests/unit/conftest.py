@@ -11,7 +11,8 @@ from redis.asyncio import Redis
 from tests.scripted import ScriptedModel
 
 from membot.memory import MemoryRepository
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

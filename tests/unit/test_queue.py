@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.redis_proxy import CuttingProxy
 from tests.unit.conftest import REDIS_URL
 
-from membot.memory.redis import create_client
+from membot.memory.redis_client import create_client
 from membot.queue.shards import ShardLeases, assign
 from membot.queue.stream import Entry, QueueMismatch, UpdateStream, chat_of
 from membot.queue.worker import NotHolder, StreamWorker

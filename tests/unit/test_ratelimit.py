@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from tests.unit.conftest import REDIS_URL
 
 from membot.config import Settings
-from membot.memory.redis import create_client
+from membot.memory.redis_client import create_client
 from membot.ratelimit import US, LocalLimits, Rates, RedisLimits
 
 CHAT = 7

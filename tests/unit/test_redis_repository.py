@@ -29,8 +29,11 @@ from membot.config import ConfigError, Settings, env_names, load_settings
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message
 from membot.memory import redis as redis_module
+from membot.memory.base import StorageUnavailable
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
+from membot.memory.resilient import ResilientRepository
 from membot.search import HistorySearch
 from membot.wiring import build_core
 
@@ -242,9 +245,10 @@ def silent_port() -> Iterator[int]:
 async def test_a_hung_server_fails_a_call_within_seconds(silent_port: int) -> None:
     repo = RedisRepository(create_client(f"redis://127.0.0.1:{silent_port}/0"))
     started = time.monotonic()
-    with pytest.raises((RedisTimeoutError, RedisConnectionError)):
+    with pytest.raises(StorageUnavailable) as failed:  # what every layer understands
         await repo.tail(CID, 5)
     assert time.monotonic() - started < 4.0  # CALL_DEADLINE, not redis-py's tens of seconds
+    assert isinstance(failed.value.__cause__, (RedisTimeoutError, RedisConnectionError))
     await repo.close()
 
 
@@ -260,10 +264,15 @@ async def test_build_core_connects_nowhere_and_start_warns_when_unreachable(
         redis_url="redis://127.0.0.1:1/0",
     )
     core = build_core(settings, model=ScriptedModel())
-    assert isinstance(core.repository, RedisRepository)
+    # One client and one health object, the repository's and everyone's.
+    assert isinstance(core.repository, ResilientRepository) and core.health is not None
+    assert core.repository.health is core.health
+    assert isinstance(core.repository.inner, RedisRepository)
+    assert core.repository.inner.client is core.redis
     with caplog.at_level(logging.WARNING):
         await core.start()
     assert "Redis is unreachable" in caplog.text
+    assert not core.health.available
     await core.aclose()
     assert list(tmp_path.iterdir()) == []
 

@@ -1,6 +1,8 @@
-"""The resilient repository (memory/resilient.py) and its spool (memory/spool.py), over the
-in-memory backend behind a switch that makes every call fail as a dead Redis does, with the
-breaker's clock in the test's hands. A real Redis killed and hung: e2e/test_redis_outage.py.
+"""The resilient repository (memory/resilient.py), the health object it goes through
+(memory/health.py) and its spool (memory/spool.py), over the in-memory backend behind a
+switch that makes every call fail as a dead Redis does. The test probes when it wants
+(`health.recover()`, what the reviver does every second), with the breaker's clock in its
+hands. A real Redis killed and hung: e2e/test_redis_outage.py.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import ConversationState, MemoryRepository, Message
 from membot.memory.base import StorageUnavailable
+from membot.memory.changes import Change
+from membot.memory.health import RedisHealth
 from membot.memory.models import ChatContext, ChatMeta
-from membot.memory.resilient import CircuitBreaker, ResilientRepository
-from membot.memory.spool import Change, read_pending
+from membot.memory.resilient import ResilientRepository
+from membot.memory.spool import read_pending
 
 CID = ConversationId.telegram(7)
 OTHER = ConversationId.telegram(8)
@@ -52,9 +56,18 @@ class Switchable:
         self.down = False
         self.calls = 0
         self.refused: set[str] = set()  # facts the server answers with an error, for good
+        self.appends_left: int | None = None  # down again after this many appends
 
     def _gate(self) -> None:
         self.calls += 1
+        if self.down:
+            # What RedisRepository raises then (its client's error as the cause).
+            raise StorageUnavailable("storage: Redis did not answer") from RedisConnectionError(
+                "Connection refused"
+            )
+
+    async def ping(self) -> None:
+        """The health object's probe."""
         if self.down:
             raise RedisConnectionError("Connection refused")
 
@@ -69,6 +82,9 @@ class Switchable:
     async def append(
         self, cid: ConversationId, messages: Sequence[Message], state: Any = None
     ) -> list[Message]:
+        if self.appends_left is not None:
+            self.down = self.appends_left == 0
+            self.appends_left -= 1
         self._gate()
         return await self.store.append(cid, messages, state)
 
@@ -144,30 +160,78 @@ def spool(tmp_path: Path) -> Path:
     return tmp_path / "redis-spool.jsonl"
 
 
+MakeHealth = Callable[[], RedisHealth]
+
+
 @pytest.fixture
-def repo(inner: Switchable, spool: Path, clock: Clock) -> ResilientRepository:
-    return ResilientRepository(inner, spool, breaker=CircuitBreaker(cooldown=1.0, clock=clock))
+async def make_health(inner: Switchable, clock: Clock) -> AsyncGenerator[MakeHealth, None]:
+    """Health objects probing `inner`, closed at the end (their revivers with them). The
+    reviver would probe after an hour: here the test probes, with `recover()`."""
+    made: list[RedisHealth] = []
+
+    def make() -> RedisHealth:
+        made.append(RedisHealth(inner.ping, cooldown=3600.0, clock=clock))
+        return made[-1]
+
+    yield make
+    for health in made:
+        await health.close()
 
 
-def test_the_breaker_opens_once_per_outage_and_is_due_after_its_cooldown(
-    clock: Clock, caplog: pytest.LogCaptureFixture
+@pytest.fixture
+async def repo(
+    inner: Switchable, spool: Path, make_health: MakeHealth
+) -> AsyncGenerator[ResilientRepository, None]:
+    repo = ResilientRepository(inner, make_health(), spool)
+    yield repo
+    await repo.close()
+
+
+async def test_the_breaker_opens_once_per_outage_and_closes_once_redis_answers(
+    inner: Switchable, clock: Clock, caplog: pytest.LogCaptureFixture, make_health: MakeHealth
 ) -> None:
-    breaker = CircuitBreaker(cooldown=1.0, clock=clock)
-    assert breaker.closed and not breaker.due()
+    health = make_health()
+    written = [3]
+
+    async def recovery_step() -> int:
+        return written.pop()
+
+    health.on_recovery(recovery_step)
+    assert health.available
     with caplog.at_level(logging.INFO):
-        assert breaker.open("down") is True
-        assert breaker.open("still down") is False
-        assert not breaker.closed and not breaker.due()
-        clock.now += 1.0
-        assert breaker.due()
-        breaker.open("the probe failed")
-        assert not breaker.due()
+        health.failed(RedisConnectionError("down"))
+        health.failed(RedisConnectionError("still down"))
+        assert not health.available
+        inner.down = True
+        assert await health.recover() is False  # the probe failed: still open
+        assert not health.available and written == [3]
+        inner.down = False
         clock.now += 2.5
-        breaker.close(written=3)
-    assert breaker.closed and breaker.outages == 1
+        assert await health.recover() is True
+    assert health.available and health.outages == 1 and health.probes == 2
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1 and "Redis is unavailable (down)" in warnings[0].getMessage()
-    assert "back after 3.5 s" in caplog.text and "3 spooled change(s)" in caplog.text
+    assert len(warnings) == 1
+    assert "Redis is unavailable (ConnectionError: down)" in warnings[0].getMessage()
+    assert "back after 2.5 s" in caplog.text and "3 spooled change(s)" in caplog.text
+
+
+async def test_a_call_through_the_health_object_fails_fast_while_it_is_open(
+    inner: Switchable, make_health: MakeHealth
+) -> None:
+    health = make_health()
+    calls: list[str] = []
+
+    async def call() -> str:
+        calls.append("called")
+        raise RedisConnectionError("Connection refused")
+
+    with pytest.raises(StorageUnavailable) as failed:
+        await health.call(call)
+    assert isinstance(failed.value.__cause__, RedisConnectionError)
+    assert not health.available
+    with pytest.raises(StorageUnavailable):
+        await health.call(call)
+    assert calls == ["called"]  # open: the second call never ran
 
 
 async def test_reads_degrade_to_an_unknown_conversation_and_fail_fast(
@@ -178,7 +242,7 @@ async def test_reads_degrade_to_an_unknown_conversation_and_fail_fast(
     inner.down = True
     ctx = await repo.context(CID, 10)
     assert (ctx.history, ctx.summary, ctx.facts, ctx.meta.messages_total) == ([], "", [], 0)
-    assert not repo.available
+    assert not repo.health.available
     calls = inner.calls
     assert await repo.tail(CID, 10) == []
     assert await repo.get_summary(CID) == ""
@@ -202,7 +266,7 @@ async def test_an_api_session_is_unavailable_rather_than_unknown(
 
 
 async def test_writes_are_spooled_and_replayed_in_order_before_newer_ones(
-    repo: ResilientRepository, inner: Switchable, spool: Path, clock: Clock
+    repo: ResilientRepository, inner: Switchable, spool: Path
 ) -> None:
     await repo.append(CID, turn("one"))
     inner.down = True
@@ -215,7 +279,7 @@ async def test_writes_are_spooled_and_replayed_in_order_before_newer_ones(
     assert texts(await inner.store.tail(CID, 10)) == ["one", "re: one"]
 
     inner.down = False
-    clock.now += 1.0  # due: the next call probes, after the spool is written
+    assert await repo.health.recover()  # the reviver's probe: the spool is written first
     stored = await repo.append(CID, turn("four"))
     assert [m.seq for m in stored] == [7, 8]
     assert texts(await inner.store.tail(CID, 10)) == [
@@ -224,17 +288,19 @@ async def test_writes_are_spooled_and_replayed_in_order_before_newer_ones(
     assert (await inner.store.get_meta(CID)).state == consulting  # with its turn, in order
     assert await inner.store.get_facts(CID) == ["likes tea"]
     assert texts(await inner.store.tail(OTHER, 10)) == ["elsewhere", "re: elsewhere"]
-    assert repo.available and spool.read_text() == ""
+    assert repo.health.available and spool.read_text() == ""
 
 
-async def test_the_spool_survives_a_restart(inner: Switchable, spool: Path, clock: Clock) -> None:
-    first = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+async def test_the_spool_survives_a_restart(
+    inner: Switchable, spool: Path, make_health: MakeHealth
+) -> None:
+    first = ResilientRepository(inner, make_health(), spool)
     inner.down = True
     await first.append(CID, turn("during"))
     await first.reset(OTHER)
     first.spool.close()  # the process ends: its spool file is free
     inner.down = False
-    second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    second = ResilientRepository(inner, make_health(), spool)
     assert await second.check() is True
     assert texts(await inner.store.tail(CID, 10)) == ["during", "re: during"]
     assert spool.read_text() == ""
@@ -254,20 +320,39 @@ def test_torn_corrupt_and_done_lines_are_skipped(
 
 
 async def test_a_failed_replay_keeps_the_rest_for_later(
-    repo: ResilientRepository, inner: Switchable, spool: Path, clock: Clock
+    repo: ResilientRepository, inner: Switchable, spool: Path
 ) -> None:
     inner.down = True
     await repo.append(CID, turn("a"))
     await repo.append(CID, turn("b"))
     spooled = ["a", "re: a", "b", "re: b"]
     assert texts(await repo.tail(CID, 5)) == spooled  # read back from the spool
-    clock.now += 1.0
-    assert texts(await repo.tail(CID, 5)) == spooled  # the probe failed: still open
+    assert await repo.health.recover() is False  # the probe failed: still open
+    assert texts(await repo.tail(CID, 5)) == spooled
     assert texts(await inner.store.tail(CID, 5)) == []  # nothing written
     assert len(read_pending(spool)) == 2
     inner.down = False
-    clock.now += 1.0
+    assert await repo.health.recover() is True
+    assert texts(await inner.store.tail(CID, 5)) == ["a", "re: a", "b", "re: b"]
     assert texts(await repo.tail(CID, 5)) == ["a", "re: a", "b", "re: b"]
+
+
+async def test_a_replay_cut_short_keeps_what_is_left_in_order(
+    repo: ResilientRepository, inner: Switchable, spool: Path
+) -> None:
+    inner.down = True
+    for text in ("a", "b", "c"):
+        await repo.append(CID, turn(text))
+    inner.down = False
+    inner.appends_left = 1  # Redis goes down again after the first change is written
+    assert await repo.health.recover() is False
+    assert texts(await inner.store.tail(CID, 10)) == ["a", "re: a"]
+    assert len(read_pending(spool)) == 2  # b and c, for the next recovery
+    inner.appends_left, inner.down = None, False
+    assert await repo.health.recover() is True
+    assert texts(await inner.store.tail(CID, 10)) == [
+        t for n in ("a", "b", "c") for t in (n, f"re: {n}")
+    ]
 
 
 async def until(predicate: Callable[[], bool], what: str) -> None:
@@ -280,7 +365,7 @@ async def until(predicate: Callable[[], bool], what: str) -> None:
 
 
 async def test_a_turn_answered_while_down_leaves_the_real_state_alone(
-    repo: ResilientRepository, inner: Switchable, clock: Clock
+    repo: ResilientRepository, inner: Switchable
 ) -> None:
     # A consultation in round 1 of 3, its language set by hand, in the server.
     real = ConversationState(mode="consultation", round=1, max_rounds=3, language="en")
@@ -303,8 +388,8 @@ async def test_a_turn_answered_while_down_leaves_the_real_state_alone(
     assert result.reply == "ответ"
 
     inner.down = False
-    clock.now += 1.0
-    assert (await repo.get_meta(CID)).state == real  # the spool is written first
+    assert await repo.health.recover()  # the spool is written first
+    assert (await repo.get_meta(CID)).state == real
     assert texts(await inner.store.tail(CID, 10))[-2:] == [
         "Привет, помоги мне выбрать ноутбук",
         "ответ",
@@ -315,23 +400,23 @@ async def test_a_turn_answered_while_down_leaves_the_real_state_alone(
         await service.set_language(CID, "ru")
     assert (await repo.get_meta(CID)).degraded
     inner.down = False
-    clock.now += 1.0
+    assert await repo.health.recover()
     assert (await repo.get_meta(CID)).state == real
     assert not (await repo.get_meta(CID)).degraded
     await agent.aclose()
 
 
 async def test_spooled_turns_are_read_back_while_down_even_after_a_restart(
-    inner: Switchable, spool: Path, clock: Clock
+    inner: Switchable, spool: Path, make_health: MakeHealth
 ) -> None:
-    first = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    first = ResilientRepository(inner, make_health(), spool)
     await first.append(CID, turn("kept"))
     inner.down = True
     asked = Message(role="user", content="during", tg_message_id=42)
     await first.append(CID, [asked, Message(role="assistant", content="re: during")])
     await first.append(OTHER, turn("elsewhere"))
     first.spool.close()  # a restart, Redis still down
-    second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    second = ResilientRepository(inner, make_health(), spool)
     assert await second.check() is False  # the spool cannot be written: still down
     stored = await second.tail(CID, 10)
     assert texts(stored) == ["during", "re: during"]
@@ -353,9 +438,8 @@ async def test_while_open_only_the_reviver_probes_and_no_call_reaches_the_server
         await release.wait()
         raise RedisConnectionError("still hung")
 
-    repo = ResilientRepository(
-        inner, spool, probe=hung_ping, breaker=CircuitBreaker(cooldown=0.01), budget=30.0
-    )
+    health = RedisHealth(hung_ping, cooldown=0.01, budget=30.0)
+    repo = ResilientRepository(inner, health, spool)
     inner.down = True
     assert await repo.tail(CID, 10) == []  # the call that finds it down
     calls = inner.calls
@@ -371,7 +455,7 @@ async def test_while_open_only_the_reviver_probes_and_no_call_reaches_the_server
         release.clear()
     assert inner.calls == calls  # nothing reached the server while it was open
     assert set(probes) == {"membot:redis-reviver"}  # no answer probed inline
-    assert repo.inline_probes == 0 and repo.calls_while_open == 0 and repo.probes >= 3
+    assert health.probes >= 3
     await repo.close()
 
 
@@ -396,7 +480,6 @@ async def test_a_change_redis_refuses_is_set_aside_and_the_replay_goes_on(
     repo: ResilientRepository,
     inner: Switchable,
     spool: Path,
-    clock: Clock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     inner.down = True
@@ -404,10 +487,10 @@ async def test_a_change_redis_refuses_is_set_aside_and_the_replay_goes_on(
     await repo.append(CID, turn("after"))
     inner.down = False
     inner.refused = {"refused"}
-    clock.now += 1.0
     with caplog.at_level(logging.ERROR):
+        assert await repo.health.recover()
         assert texts(await repo.tail(CID, 10)) == ["after", "re: after"]
-    assert repo.available and spool.read_text() == ""
+    assert repo.health.available and spool.read_text() == ""
     [dead] = read_pending(spool.with_name("redis-spool.dead.jsonl"))
     assert (dead.op, dead.args["fact"]) == ("add_fact", "refused")
     [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
@@ -415,11 +498,11 @@ async def test_a_change_redis_refuses_is_set_aside_and_the_replay_goes_on(
 
 
 async def test_two_processes_on_one_data_dir_keep_their_own_spools(
-    inner: Switchable, spool: Path, clock: Clock
+    inner: Switchable, spool: Path, make_health: MakeHealth
 ) -> None:
     # flock is per open file: two repositories of one process conflict like two processes.
-    one = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
-    two = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    one = ResilientRepository(inner, make_health(), spool)
+    two = ResilientRepository(inner, make_health(), spool)
     inner.down = True
     await one.append(CID, turn("one"))
     await two.append(OTHER, turn("two"))
@@ -427,9 +510,10 @@ async def test_two_processes_on_one_data_dir_keep_their_own_spools(
         f"redis-spool-{os.getpid()}.jsonl"
     )
     inner.down = False
-    clock.now += 1.0
+    assert await one.health.recover()
     assert texts(await one.tail(CID, 10)) == ["one", "re: one"]  # one's replay...
     assert len(read_pending(two.spool.path)) == 1  # ...leaves two's change alone
+    assert await two.health.recover()
     assert texts(await two.tail(OTHER, 10)) == ["two", "re: two"]
     assert read_pending(two.spool.path) == []
     two.spool.close()
@@ -443,7 +527,7 @@ async def test_two_processes_on_one_data_dir_keep_their_own_spools(
         ).to_line()
     )
     one.spool.close()
-    three = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    three = ResilientRepository(inner, make_health(), spool)
     assert await three.check() is True
     assert texts(await inner.store.tail(CID, 2)) == ["orphan", "re: orphan"]
     assert not orphan.exists()
@@ -451,15 +535,15 @@ async def test_two_processes_on_one_data_dir_keep_their_own_spools(
 
 
 async def test_a_left_spool_holds_up_only_its_own_conversations(
-    inner: Switchable, spool: Path, clock: Clock
+    inner: Switchable, spool: Path, make_health: MakeHealth
 ) -> None:
-    first = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    first = ResilientRepository(inner, make_health(), spool)
     inner.down = True
     await first.append(CID, turn("left"))
     first.spool.close()  # the process ends; Redis comes back before the next one starts
     inner.down = False
     await inner.store.append(OTHER, turn("other"))
-    second = ResilientRepository(inner, spool, breaker=CircuitBreaker(clock=clock))
+    second = ResilientRepository(inner, make_health(), spool)
     # Another conversation's call does not wait for the spool; it is written meanwhile.
     assert texts(await second.tail(OTHER, 10)) == ["other", "re: other"]
     await until(lambda: not second.spool.pending, "the spool written in the background")

@@ -2,7 +2,9 @@
 
 One contract, every backend (as aiogram tests its storages): a new backend joins by adding
 itself to the `repository` fixture's params. The Redis backend runs against the real server at
-127.0.0.1:6379 (there in CI too), each test under a prefix of its own that is deleted after.
+127.0.0.1:6379 (there in CI too), each test under a prefix of its own that is deleted after;
+so does the resilient one (memory/resilient.py) over it, as STORAGE=redis with QUEUE=local
+runs it: while Redis answers it must keep the contract exactly, nothing spooled.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from membot.memory import (
     SessionConfig,
 )
 from membot.memory import files as files_module
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.health import RedisHealth
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
+from membot.memory.resilient import ResilientRepository
 
-BACKENDS = ["files", "memory", "redis"]
+BACKENDS = ["files", "memory", "redis", "resilient"]
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 ONE = ConversationId.telegram(1)
@@ -45,24 +50,35 @@ async def repository(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[ChatRepository]:
     repo: ChatRepository
+    redis: RedisRepository | None = None
+    health: RedisHealth | None = None
     if request.param == "files":
         repo = FileRepository(tmp_path / "data")
     elif request.param == "memory":
         repo = MemoryRepository()
-    elif request.param == "redis":
+    elif request.param in ("redis", "resilient"):
         # Not skipped when Redis is down: the test fails, as it must where Redis is promised.
         prefix = f"membot-test:{uuid.uuid4().hex}:"
-        repo = RedisRepository(create_client(REDIS_URL), prefix=prefix)
+        repo = redis = RedisRepository(create_client(REDIS_URL), prefix=prefix)
+        if request.param == "resilient":
+            health = RedisHealth(redis.client.ping)
+            repo = ResilientRepository(redis, health, tmp_path / "redis-spool.jsonl")
     else:  # pragma: no cover - a param without a backend
         raise AssertionError(request.param)
     assert isinstance(repo, ChatRepository)
     try:
         yield repo
+        if isinstance(repo, ResilientRepository):
+            # Every call reached Redis: the contract was kept by Redis, not by the spool.
+            assert health is not None and health.available and health.outages == 0
+            assert repo.spool.pending == []
     finally:
-        if isinstance(repo, RedisRepository):
-            keys = [key async for key in repo.client.scan_iter(match=f"{repo.prefix}*")]
+        if redis is not None:
+            keys = [key async for key in redis.client.scan_iter(match=f"{redis.prefix}*")]
             if keys:
-                await repo.client.delete(*keys)
+                await redis.client.delete(*keys)
+        if health is not None:
+            await health.close()
         await repo.close()
 
 

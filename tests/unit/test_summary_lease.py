@@ -13,14 +13,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.scripted import Reply, ScriptedModel
 
 from membot.config import load_settings
 from membot.core.lease import RedisSummaryLease, lease_timeout, summary_lease
 from membot.core.summarizer import Summarizer
 from membot.ids import ConversationId
-from membot.memory import FileRepository, MemoryRepository, Message
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory import MemoryRepository, Message
+from membot.memory.health import RedisHealth
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CID = ConversationId.telegram(77)
@@ -150,7 +153,7 @@ async def test_redis_unreachable_skips_the_summary(caplog: pytest.LogCaptureFixt
     assert model.requests == []
 
 
-def test_the_factory_gives_a_redis_lease_only_with_redis_storage(tmp_path: Path) -> None:
+async def test_the_factory_gives_a_redis_lease_only_with_redis_storage(tmp_path: Path) -> None:
     base = {
         "telegram_bot_token": "1:x",
         "openrouter_api_key": "k",
@@ -158,18 +161,28 @@ def test_the_factory_gives_a_redis_lease_only_with_redis_storage(tmp_path: Path)
         "llm_timeout": 20.0,
     }
     files = load_settings(_env_file=None, **base)
-    assert summary_lease(files, FileRepository(tmp_path)) is None
     settings = load_settings(_env_file=None, **base, storage="redis", redis_prefix="membot-test:x:")
-    assert summary_lease(settings, MemoryRepository()) is None  # a test's own repository
-    repo = RedisRepository(create_client(REDIS_URL), prefix="membot-test:x:")
-
-    class Wrapper:  # as a resilience wrapper holds the Redis repository
-        def __init__(self, inner: object) -> None:
-            self.inner = inner
-
-    for given in (repo, Wrapper(repo)):
-        lease = summary_lease(settings, given)
+    client = create_client(REDIS_URL)
+    try:
+        assert summary_lease(files, client) is None
+        assert summary_lease(settings, None) is None  # no client: a test's own repository
+        lease = summary_lease(settings, client)  # the process's client, given by the wiring
         assert isinstance(lease, RedisSummaryLease)
-        assert lease.client is repo.client
+        assert lease.client is client
         assert lease.key(CID) == "membot-test:x:lease:summary:tg:77"
         assert lease.timeout == lease_timeout(settings) == 20.0 * 3 + 30
+    finally:
+        await client.aclose()
+
+
+async def test_no_lease_is_asked_for_while_redis_is_known_to_be_down(make_repo: MakeRepo) -> None:
+    repo = make_repo()
+    health = RedisHealth(repo.client.ping, cooldown=3600.0)
+    lease = RedisSummaryLease(repo.client, repo.prefix, timeout=60.0, health=health)
+    async with lease.hold(CID) as held:
+        assert held is True
+    health.failed(RedisConnectionError("down"))
+    async with lease.hold(CID) as held:
+        assert held is False
+        assert await repo.client.exists(lease.key(CID)) == 0  # not even asked for
+    await health.close()

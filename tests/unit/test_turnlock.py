@@ -16,7 +16,7 @@ from membot.core.service import ConversationBusy, ConversationService
 from membot.core.turnlock import RedisTurnLocks
 from membot.ids import ConversationId
 from membot.memory import MemoryRepository
-from membot.memory.redis import create_client
+from membot.memory.redis_client import create_client
 
 CID = ConversationId.telegram(4242)
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -116,7 +116,7 @@ async def test_a_lock_left_by_a_killed_process_expires(prefix: str) -> None:
 
 
 class Breaker:
-    """What the resilient repository is to the lock (memory.base.Degradable): Redis's health."""
+    """Stands in for Redis's health object (memory.base.Health, memory/health.py)."""
 
     def __init__(self) -> None:
         self.failures: list[BaseException] = []

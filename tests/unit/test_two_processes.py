@@ -15,7 +15,8 @@ import textwrap
 from tests.unit.conftest import REDIS_URL
 
 from membot.ids import ConversationId
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
 
 CID = ConversationId.telegram(777)
 
@@ -26,7 +27,8 @@ WRITER = textwrap.dedent(
     from membot.core.turnlock import RedisTurnLocks
     from membot.ids import ConversationId
     from membot.memory.models import Message
-    from membot.memory.redis import RedisRepository, create_client
+    from membot.memory.redis import RedisRepository
+    from membot.memory.redis_client import create_client
 
     async def main(url, prefix, name):
         repo = RedisRepository(create_client(url), prefix=prefix)

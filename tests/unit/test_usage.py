@@ -10,10 +10,11 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.unit.conftest import REDIS_URL
 
 from membot.ids import ConversationId
-from membot.memory.redis import create_client
+from membot.memory.redis_client import create_client
 from membot.usage import Charge, Limits, OverLimit, Quota, UsageLedger
 from membot.usage.files import FileLedger, LocalRateWindow
 from membot.usage.quota import RateWindow
@@ -250,37 +251,32 @@ async def test_two_processes_share_one_window_on_redis(prefix: str, tmp_path: Pa
         await two.aclose()
 
 
-class Health:
-    """Stands in for the resilient repository's breaker (memory/resilient.py): the outage
-    is what the test says it is."""
-
-    def __init__(self) -> None:
-        self.available = True
-
-    def failed(self, exc: BaseException) -> None:
-        self.available = False
-
-
 async def test_charges_made_during_an_outage_reach_redis_once_it_is_back(
     tmp_path: Path, prefix: str
 ) -> None:
+    from membot.memory.base import StorageUnavailable
+    from membot.memory.health import RedisHealth
     from membot.usage.spooled import SpooledLedger
 
     client = create_client(REDIS_URL)
+    # The breaker of the process (memory/health.py): the test probes, not its reviver.
+    health = RedisHealth(client.ping, cooldown=3600.0)
     try:
-        health = Health()
         ledger = SpooledLedger(RedisLedger(client, prefix), health, tmp_path)
         await ledger.record(charge("0.1"))
-        health.available = False  # Redis is down: kept in DATA_DIR/usage-spool.jsonl
+        health.failed(RedisConnectionError("down"))  # kept in DATA_DIR/usage-spool.jsonl
         await ledger.record(charge("0.2"))
         await ledger.record(charge("0.3"))
-        assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("0.1")
         assert len((tmp_path / "usage-spool.jsonl").read_text().splitlines()) == 2
-        health.available = True  # back: the next charge brings the spooled ones along
+        with pytest.raises(StorageUnavailable):  # nothing waits on Redis while it is down
+            await ledger.totals("user", str(USER), "2026-11")
+        assert await health.recover()  # back: the next charge brings the spooled ones along
+        assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("0.1")
         await ledger.record(charge("0.4"))
         assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("1.0")
         assert not (tmp_path / "usage-spool.jsonl").exists()
         await ledger.record(charge("0.5"))  # and never again
         assert (await ledger.totals("user", str(USER), "2026-11")).cost == Decimal("1.5")
     finally:
+        await health.close()
         await client.aclose()

@@ -40,12 +40,11 @@ from membot.core.sessions import (
     DialogCompleted,
     InvalidMaxRounds,
     MaxRoundsExceeded,
-    SessionBusy,
     SessionError,
     SessionNotFound,
     Sessions,
-    SessionUnavailable,
 )
+from membot.errors import Busy, Unavailable
 from membot.listen import listen
 from membot.llm.errors import (
     LLMError,
@@ -85,6 +84,7 @@ class ApiServer:
             max_rounds=settings.max_rounds,
             web_search=settings.web_search,
             clock=clock,
+            health=core.health,
         )
         self.sweeper = SessionSweeper(self.sessions, sweep_interval(settings.session_ttl))
         self._tokens = tuple(_digest(t.get_secret_value()) for t in settings.api_tokens)
@@ -136,8 +136,16 @@ class ApiServer:
             reply = await self.sessions.chat(parsed.to_session_request())
         except SessionError as exc:
             raise _session_error(exc) from None
-        except LLMError as exc:
+        except LLMError as exc:  # before Unavailable: LLMUnavailable is both
             raise _llm_error(exc) from None
+        except Busy:
+            raise ApiError(ErrorCode.SESSION_BUSY) from None
+        except Unavailable:
+            # The storage is down (STORAGE=redis): the request names a session, or nothing
+            # can be answered without Redis (QUEUE=redis). Never an internal error.
+            raise ApiError(
+                ErrorCode.SERVICE_UNAVAILABLE, None if parsed.session_id else _NO_STORAGE
+            ) from None
         request[_SESSION] = str(reply.session_id)
         request[_ROUND] = reply.round
         response = ChatResponse(
@@ -271,9 +279,8 @@ _SESSION_CODES: dict[type[SessionError], ErrorCode] = {
     DialogCompleted: ErrorCode.DIALOG_COMPLETED,
     InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
     MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
-    SessionBusy: ErrorCode.SESSION_BUSY,
-    SessionUnavailable: ErrorCode.SERVICE_UNAVAILABLE,
 }
+_NO_STORAGE = "The storage is unavailable right now; try again soon."
 _ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
 _LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
     (LLMRateLimited, ErrorCode.LLM_RATE_LIMITED),

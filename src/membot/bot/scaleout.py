@@ -23,11 +23,9 @@ from membot.bot.inbox import JournalUpdates, answered
 from membot.bot.receiver import StreamReceiver
 from membot.bot.webhook import Intake, IntakeUnavailable, WebhookServer
 from membot.config import ConfigError
-from membot.memory.redis import create_client
 from membot.queue.shards import ReceiverLease, ShardLeases
 from membot.queue.stream import Entry, QueueMismatch, UpdateStream
-from membot.queue.worker import BLOCK_MS, NotHolder, StreamWorker
-from membot.wiring import QUEUE_CONNECT_TIMEOUT, QUEUE_SOCKET_TIMEOUT
+from membot.queue.worker import NotHolder, StreamWorker
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -49,12 +47,9 @@ class QueueFront:
         self.receive = receive
         self.work = work
         self.consumer = consumer_name()
-        # Its own client: a worker's read blocks a connection for up to BLOCK_MS.
-        self.client: Redis = create_client(
-            settings.redis_url.get_secret_value(),
-            connect_timeout=QUEUE_CONNECT_TIMEOUT,
-            socket_timeout=QUEUE_SOCKET_TIMEOUT + BLOCK_MS / 1000,
-        )
+        # The process's one client (membot.wiring: its timeouts fit a read of BLOCK_MS).
+        assert app.core.redis is not None, "QUEUE=redis needs STORAGE=redis"
+        self.client: Redis = app.core.redis
         self.stream = UpdateStream(self.client, settings.redis_prefix, settings.queue_shards)
         self.repeats = QueueRepeats(self, app)
         self.worker: StreamWorker | None = None
@@ -107,7 +102,7 @@ class QueueFront:
             await self.worker.stop(grace)
 
     async def close(self) -> None:
-        await self.client.aclose()
+        return None  # the client is the core's, closed with it
 
     async def _handle(self, entry: Entry) -> None:
         bot = self.app.bot

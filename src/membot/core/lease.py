@@ -8,7 +8,8 @@ token, released only by its owner through a Lua script), taken without waiting. 
 that finds it held skips the summary: the holder is making it, and whatever it leaves due
 is picked up at a later turn. The lease expires on its own (a process killed mid-summary
 blocks nobody for longer than `timeout`), so it is set well above a model call with its
-retries; it is not extended, since a summary is one model call.
+retries; it is not extended, since a summary is one model call. While Redis is known to be
+down (the health object's breaker is open) no lease is asked for: the summary waits.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from membot.ids import ConversationId
+from membot.memory.base import Health
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -42,10 +44,13 @@ class SummaryLease(Protocol):
 class RedisSummaryLease:
     """The lease as a Redis key with an owner token: SET NX PX, owner-checked release."""
 
-    def __init__(self, client: Redis, prefix: str, *, timeout: float) -> None:
+    def __init__(
+        self, client: Redis, prefix: str, *, timeout: float, health: Health | None = None
+    ) -> None:
         self.client = client
         self.prefix = prefix
         self.timeout = timeout
+        self.health = health
 
     def key(self, cid: ConversationId) -> str:
         return f"{self.prefix}lease:summary:{cid}"
@@ -55,6 +60,9 @@ class RedisSummaryLease:
         from redis.asyncio.lock import Lock
         from redis.exceptions import LockError, RedisError
 
+        if self.health is not None and not self.health.available:
+            yield False  # Redis is down: the summary is made at a later turn
+            return
         # thread_local=False: every coroutine of this process runs in one thread, and each
         # must keep its own token.
         lock = Lock(
@@ -69,6 +77,8 @@ class RedisSummaryLease:
         except RedisError as exc:
             # Redis is failing: the summary waits for a later turn, as after a model error.
             log.debug("%s: summary lease not taken (%s)", cid, type(exc).__name__)
+            if self.health is not None:
+                self.health.failed(exc)
             acquired = False
         if not acquired:
             yield False
@@ -89,30 +99,14 @@ def lease_timeout(settings: Settings) -> float:
     return settings.llm_timeout * LEASE_CALLS + LEASE_MARGIN
 
 
-def summary_lease(settings: Settings, repository: object) -> SummaryLease | None:
+def summary_lease(
+    settings: Settings, client: Redis | None, health: Health | None = None
+) -> SummaryLease | None:
     """The summary lease for these settings: with STORAGE=redis, a Redis lease on the
-    repository's own client (found through a wrapper's `inner`/`repository`/`wrapped`); None
-    otherwise (the files backend has one process per DATA_DIR, and a test's own repository
-    needs none)."""
-    if settings.storage.backend != "redis":
+    process's client (membot.wiring); None otherwise (the files backend has one process per
+    DATA_DIR)."""
+    if settings.storage.backend != "redis" or client is None:
         return None
-    client = _redis_client(repository)
-    if client is None:
-        return None
-    return RedisSummaryLease(client, settings.redis_prefix, timeout=lease_timeout(settings))
-
-
-def _redis_client(repository: object, depth: int = 3) -> Redis | None:
-    from redis.asyncio import Redis
-
-    client = getattr(repository, "client", None)
-    if isinstance(client, Redis):
-        return client
-    if depth > 0:
-        for name in ("inner", "repository", "wrapped", "backend"):
-            inner = getattr(repository, name, None)
-            if inner is not None and inner is not repository:
-                found = _redis_client(inner, depth - 1)
-                if found is not None:
-                    return found
-    return None
+    return RedisSummaryLease(
+        client, settings.redis_prefix, timeout=lease_timeout(settings), health=health
+    )

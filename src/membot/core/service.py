@@ -17,8 +17,7 @@ from dataclasses import replace
 
 from membot.core.agent import Agent
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
-from membot.core.turnlock import TurnBusy, TurnLocks
-from membot.errors import Busy
+from membot.core.turnlock import ConversationBusy, TurnLocks
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable
@@ -26,10 +25,6 @@ from membot.memory.models import ConversationState
 from membot.usage import OverLimit, Quota, charged_to
 
 log = logging.getLogger(__name__)
-
-
-class ConversationBusy(Busy):
-    """Another request of the same conversation is being handled (and this one must not wait)."""
 
 
 class ConversationService:
@@ -91,10 +86,7 @@ class ConversationService:
         """The conversation's turn in every other process too, when there are others."""
         async with contextlib.AsyncExitStack() as stack:
             if self.turn_locks is not None:
-                try:
-                    await stack.enter_async_context(self.turn_locks.hold(cid, wait=wait))
-                except TurnBusy:
-                    raise ConversationBusy(f"{cid} is held by another process") from None
+                await stack.enter_async_context(self.turn_locks.hold(cid, wait=wait))
             yield
 
     def _enter(self) -> None:

@@ -6,26 +6,28 @@ conversation's state with its first turn) and whether it is one plain round or a
 consultation of N rounds; later requests only add the user's next message. A session idle
 for longer than the TTL is gone: refused at once when asked for, and reset by the sweep.
 
-Nothing here knows HTTP: the front door maps the errors below to its own statuses.
+Nothing here knows HTTP: the front door maps the errors below to its own statuses, and the
+two families every layer shares as they travel: `Busy` (ConversationBusy: another request of
+the session is being answered) and `Unavailable` (StorageUnavailable: the storage is down
+and the request names a session, or cannot be stored at all).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from membot.clock import Clock, utc_now
-from membot.core.service import ConversationBusy, ConversationService
+from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnOptions, TurnResult
-from membot.errors import Busy, MembotError, Unavailable
+from membot.core.turnlock import ConversationBusy
+from membot.errors import MembotError
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
-from membot.memory.base import Degradable, StorageUnavailable
+from membot.memory.base import Health, StorageUnavailable
 from membot.memory.models import ChatMeta, ConversationState, SessionConfig
 
 log = logging.getLogger(__name__)
@@ -49,15 +51,6 @@ class InvalidMaxRounds(SessionError):
 
 class MaxRoundsExceeded(SessionError):
     """maxRounds above MAX_ROUNDS."""
-
-
-class SessionBusy(SessionError, Busy):
-    """Another request of the session is being answered; this one is refused, not queued."""
-
-
-class SessionUnavailable(SessionError, Unavailable):
-    """The storage is down and the request names a session: answering it without the
-    session would be a wrong answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +91,12 @@ class Sessions:
         max_rounds: int,
         web_search: bool,
         clock: Clock = utc_now,
+        health: Health | None = None,
     ) -> None:
         self.service = service
         self.repository = service.repository
+        # Redis's breaker (QUEUE=local): while it is open, a new session is one round.
+        self.health = health
         self.ttl = timedelta(seconds=ttl)
         self.max_rounds = max_rounds
         self.web_search = web_search
@@ -108,17 +104,15 @@ class Sessions:
 
     async def chat(self, request: SessionRequest) -> SessionReply:
         """Answer one request: open a session or take its next round. Raises SessionError,
+        ConversationBusy (another request of the session is in progress), StorageUnavailable,
         or LLMError (and then nothing changed: a failed first round opens no session)."""
         self._check_rounds(request.max_rounds)
         if request.session_id is None:
             return await self._open(request)
-        try:
-            return await self._continue(request.session_id, request.message)
-        except StorageUnavailable:
-            raise SessionUnavailable("the storage is unavailable") from None
+        return await self._continue(request.session_id, request.message)
 
     def _storage_up(self) -> bool:
-        return not isinstance(self.repository, Degradable) or self.repository.available
+        return self.health is None or self.health.available
 
     def _check_rounds(self, rounds: int | None) -> None:
         if rounds is None:
@@ -137,7 +131,7 @@ class Sessions:
             log.info("%s: storage unavailable, answered as a single round", cid)
             request = replace(request, max_rounds=None)
         incoming = Incoming(cid, request.message)
-        async with self._turn(cid):
+        async with self.service.exclusive(cid):
             if request.max_rounds is None:
                 # One plain round (no round text in the prompt), and the dialog is over.
                 initial = ConversationState(
@@ -158,7 +152,7 @@ class Sessions:
         cid = ConversationId.api(sid)
         try:
             return await self._next_round(cid, sid, message)
-        except SessionBusy:
+        except ConversationBusy:
             # Busy, but perhaps only because the sweep is deleting it: an expired or unknown
             # session is SESSION_NOT_FOUND whoever holds its turn.
             meta = await self.repository.get_meta(cid)
@@ -167,7 +161,9 @@ class Sessions:
             raise
 
     async def _next_round(self, cid: ConversationId, sid: uuid.UUID, message: str) -> SessionReply:
-        async with self._turn(cid):
+        # Refused at once when busy (ConversationBusy): a round is never queued behind
+        # another, so rounds cannot interleave or be counted twice.
+        async with self.service.exclusive(cid):
             meta = await self.repository.get_meta(cid)
             config = meta.state.session
             if meta.messages_total == 0 or config is None:
@@ -181,17 +177,6 @@ class Sessions:
                 raise DialogCompleted("the dialog is complete")
             result = await self.service.say(Incoming(cid, message), _Quiet(), self._options(config))
         return _reply(sid, result)
-
-    @asynccontextmanager
-    async def _turn(self, cid: ConversationId) -> AsyncIterator[None]:
-        """The session's turn, or SessionBusy at once: a round is never queued behind
-        another, so rounds cannot interleave or be counted twice."""
-        async with AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(self.service.exclusive(cid))
-            except ConversationBusy:
-                raise SessionBusy("another request of this session is in progress") from None
-            yield
 
     def _options(
         self, config: SessionConfig, *, state: ConversationState | None = None

@@ -11,6 +11,9 @@ longer than that; a turn that runs longer keeps it by re-arming the timeout ever
 it. Waiting for a lock held elsewhere is polling (`poll` seconds), not FIFO across
 processes: each process keeps its own order, and Telegram's per-chat order is kept by
 having one process take one chat's updates at a time (the scale-out issue routes them).
+
+Without a health object (QUEUE=redis) Redis not answering raises StorageUnavailable: the
+update is tried again, an HTTP request answered 503.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from membot.errors import Busy
 from membot.ids import ConversationId
-from membot.memory.base import Degradable
+from membot.memory.base import Health
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -33,20 +36,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class TurnBusy(Busy):
-    """The conversation's turn is held by another process (and the caller would not wait)."""
+class ConversationBusy(Busy):
+    """Another turn of the conversation is in progress, in this process or another, and the
+    caller would not wait (core/service.py `exclusive`). Front doors answer it as busy."""
 
 
 class TurnLocks(Protocol):
     def hold(
         self, cid: ConversationId, *, wait: bool = True
     ) -> contextlib.AbstractAsyncContextManager[None]:
-        """Hold the conversation's turn; TurnBusy at once if `wait` is False and it is held."""
+        """Hold the conversation's turn; ConversationBusy at once if `wait` is False and it
+        is held."""
         ...
 
 
 class RedisTurnLocks:
-    """`health`, when given (the resilient repository, memory/resilient.py), makes the lock
+    """`health`, when given (Redis's breaker, memory/health.py), makes the lock
     degrade with the storage: while Redis is known to be down only the local lock is held,
     and a Redis failure while taking or releasing it reports the outage and lets the turn go
     on (each Redis call then gets `budget` seconds). Without it a Redis error propagates."""
@@ -58,7 +63,7 @@ class RedisTurnLocks:
         *,
         timeout: float = 30.0,
         poll: float = 0.05,
-        health: Degradable | None = None,
+        health: Health | None = None,
         budget: float = 0.5,
     ) -> None:
         self.client = client
@@ -93,7 +98,7 @@ class RedisTurnLocks:
         token = uuid.uuid4().hex
         if not await self._acquire(lock, cid, token, wait=wait):
             if self.health is None or self.health.available:
-                raise TurnBusy(str(cid))
+                raise ConversationBusy(f"{cid} is held by another process")
             yield  # Redis failed while taking it: go on with the local lock only
             return
         keeper = asyncio.create_task(self._keep(lock, cid), name=f"membot:turnlock:{cid}")
@@ -105,11 +110,15 @@ class RedisTurnLocks:
             await self._release(lock, token, cid)
 
     async def _acquire(self, lock: Lock, cid: ConversationId, token: str, *, wait: bool) -> bool:
+        from redis.exceptions import RedisError
+
+        from membot.memory.redis_client import unavailable
+
         if self.health is None:
             # A failure here propagates (QUEUE=redis: the update is tried again later).
-            await self._release_orphan(self.key(cid))
-            return await self._poll(lock, token, wait=wait, budget=None)
-        from redis.exceptions import RedisError
+            with unavailable("turn lock"):
+                await self._release_orphan(self.key(cid))
+                return await self._poll(lock, token, wait=wait, budget=None)
 
         try:
             await self._release_orphan(self.key(cid))
@@ -157,7 +166,10 @@ class RedisTurnLocks:
             # to block it until it expires.
             self._orphans[self.key(cid)] = (lock, token)
             if self.health is None:
-                raise
+                from membot.memory.redis_client import unavailable
+
+                with unavailable("turn lock"):
+                    raise
             self.health.failed(exc)
 
     async def _release_orphan(self, name: str) -> None:

@@ -11,22 +11,32 @@ from membot.memory.models import ChatContext, ChatMeta, ConversationState, Messa
 
 
 class StorageUnavailable(Unavailable):
-    """The storage cannot be reached and the caller needs what it holds (an API session's
-    next round): refuse the request rather than answer it without its memory."""
+    """The storage's server did not answer (Redis refused, cut or timed out): the one way a
+    backend says so, whatever its client raised (the cause is kept). Nothing was stored
+    half-way. The resilient repository answers without it; other callers refuse the request
+    (HTTP 503) or leave the update to be tried again."""
 
 
 @runtime_checkable
-class Degradable(Protocol):
-    """A backend that keeps answering while its server is down (memory/resilient.py)."""
+class Health(Protocol):
+    """Whether the storage's server answers now (memory/health.py `RedisHealth`, the circuit
+    breaker): a user of Redis that can do without it asks first and reports its failures."""
 
     @property
     def available(self) -> bool:
-        """False while the server is known to be unreachable (the breaker is not closed)."""
+        """False while the server is known to be unreachable (the breaker is open)."""
         ...
 
     def failed(self, exc: BaseException) -> None:
-        """Report a failure of the server seen outside the repository (the turn lock)."""
+        """Report a failure of the server (the breaker opens: nobody waits on it then)."""
         ...
+
+
+@runtime_checkable
+class CheckedAtStart(Protocol):
+    """A backend with something to check at start-up (Redis: reachable, persisting)."""
+
+    async def check(self) -> bool: ...
 
 
 @runtime_checkable

@@ -33,7 +33,8 @@ from membot.memory.durable import append_lines, fsync_dir, replace_atomic
 from membot.memory.files import FileRepository
 from membot.memory.layout import FACTS, MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message
-from membot.memory.redis import RedisRepository, create_client
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
 from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash
 from membot.memory.smallfiles import read_facts, write_json
 

@@ -18,25 +18,21 @@ needs WATCH or a retry loop. Reads that need several keys are one MULTI/EXEC.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from membot.clock import utc_now
-from membot.config import Settings
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
+from membot.memory.base import StorageUnavailable
 from membot.memory.models import (
     ChatContext,
     ChatMeta,
@@ -46,6 +42,7 @@ from membot.memory.models import (
     iso,
     new_generation,
 )
+from membot.memory.redis_client import call
 from membot.memory.redis_layout import (
     ADD_FACT,
     APPEND,
@@ -63,40 +60,8 @@ from membot.memory.redis_layout import (
 )
 
 log = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
-# redis-py's defaults can hold one call for tens of seconds against a dead server. Each read
-# and connect gets 1 s and a failed call 2 more tries, but redis-py nests its retries (the
-# handshake of a new connection has its own): so a whole call also gets a deadline.
-CONNECT_TIMEOUT = 1.0
-SOCKET_TIMEOUT = 1.0
-RETRIES = 2
-CALL_DEADLINE = 3.0
-HEALTH_CHECK_INTERVAL = 15
-MAX_CONNECTIONS = 64
 PAGE = 500  # messages per read of iter_messages, conversations per prune batch
-
-
-def create_client(
-    url: str,
-    *,
-    connect_timeout: float = CONNECT_TIMEOUT,
-    socket_timeout: float = SOCKET_TIMEOUT,
-    retries: int = RETRIES,
-) -> Redis:
-    """One pool, explicit timeouts and bounded retries; connects on first use, not here.
-    (memory/resilient.py asks for shorter ones: its breaker, not a retry, rides out failures.)"""
-    pool = BlockingConnectionPool.from_url(
-        url,
-        max_connections=MAX_CONNECTIONS,
-        timeout=connect_timeout + socket_timeout,  # waiting for a free connection
-        decode_responses=True,
-        socket_connect_timeout=connect_timeout,
-        socket_timeout=socket_timeout,
-        health_check_interval=HEALTH_CHECK_INTERVAL,
-        retry=Retry(ExponentialBackoff(cap=0.25, base=0.05), retries),
-    )
-    return Redis.from_pool(pool)
 
 
 class RedisRepository:
@@ -115,15 +80,6 @@ class RedisRepository:
         self._add_fact = client.register_script(PRELUDE + ADD_FACT)
         self._remove_facts = client.register_script(PRELUDE + REMOVE_FACTS)
         self._prune = client.register_script(PRUNE)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> RedisRepository:
-        return cls(
-            create_client(settings.redis_url.get_secret_value()),
-            prefix=settings.redis_prefix,
-            max_messages=settings.redis_max_messages,
-            ttl=settings.conversation_ttl,
-        )
 
     def keys(self, cid: ConversationId) -> Keys:
         base = self._base(cid.namespace, cid.key)
@@ -147,14 +103,14 @@ class RedisRepository:
         self, script: AsyncScript, cid: ConversationId, *args: EncodableT, now: str = ""
     ) -> Any:
         head = (now or iso(utc_now()), new_generation(), self.ttl, cid.key)
-        return await _call(script(keys=list(self.keys(cid)), args=[*head, *args]))
+        return await call(script(keys=list(self.keys(cid)), args=[*head, *args]))
 
     # -- reading -------------------------------------------------------------------------
 
     async def tail(self, cid: ConversationId, limit: int) -> list[Message]:
         if limit <= 0:
             return []
-        lines = await _call(self.client.zrange(self.keys(cid).messages, -limit, -1))
+        lines = await call(self.client.zrange(self.keys(cid).messages, -limit, -1))
         return decode_messages(cid, cast(list[str], lines))
 
     async def context(self, cid: ConversationId, limit: int) -> ChatContext:
@@ -166,7 +122,7 @@ class RedisRepository:
             pipe.lrange(k.facts, 0, -1)
             pipe.get(k.seq)
             pipe.hgetall(k.meta)
-            lines, summary, facts, seq, meta = await _call(pipe.execute())
+            lines, summary, facts, seq, meta = await call(pipe.execute())
         return ChatContext(
             history=decode_messages(cid, lines) if limit > 0 else [],
             summary=summary or "",
@@ -182,7 +138,7 @@ class RedisRepository:
         key, low = self.keys(cid).messages, after_seq
         while page := cast(
             list[tuple[str, float]],
-            await _call(
+            await call(
                 self.client.zrangebyscore(
                     key, f"({low}", "+inf", start=0, num=PAGE, withscores=True
                 )
@@ -195,18 +151,18 @@ class RedisRepository:
             low = int(page[-1][1])
 
     async def get_summary(self, cid: ConversationId) -> str:
-        return cast(str | None, await _call(self.client.get(self.keys(cid).summary))) or ""
+        return cast(str | None, await call(self.client.get(self.keys(cid).summary))) or ""
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
         k = self.keys(cid)
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.get(k.seq)
             pipe.hgetall(k.meta)
-            seq, meta = await _call(pipe.execute())
+            seq, meta = await call(pipe.execute())
         return meta_from_hash(cid, seq, meta)
 
     async def get_facts(self, cid: ConversationId) -> list[str]:
-        facts = await _call(self.client.lrange(self.keys(cid).facts, 0, -1))
+        facts = await call(self.client.lrange(self.keys(cid).facts, 0, -1))
         return fact_texts(cast(list[str], facts))
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
@@ -216,10 +172,10 @@ class RedisRepository:
         found: list[ConversationId] = []
         cursor: int = 0
         while True:
-            cursor, found_now = await _call(self.client.sscan(index, cursor, count=PAGE))
+            cursor, found_now = await call(self.client.sscan(index, cursor, count=PAGE))
             batch = cast(list[str], found_now)
             metas = [self._base(namespace, member) + "meta" for member in batch]
-            live = await _call(self._prune(keys=[index, *metas], args=batch)) if batch else []
+            live = await call(self._prune(keys=[index, *metas], args=batch)) if batch else []
             for member in live:
                 try:
                     found.append(ConversationId(namespace, member))
@@ -303,18 +259,18 @@ class RedisRepository:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.delete(*k.conversation)
             pipe.srem(k.namespace_index, cid.key)
-            await _call(pipe.execute())
+            await call(pipe.execute())
 
     async def check(self) -> bool:
         """PING the server and warn when it persists nothing; False when it is unreachable."""
         try:
-            await _call(self.client.ping())
-        except RedisError as exc:
-            log.warning("Redis is unreachable at start-up: %s", exc)
+            await call(self.client.ping())
+        except (RedisError, StorageUnavailable) as exc:
+            log.warning("Redis is unreachable at start-up: %s", exc.__cause__ or exc)
             return False
         try:
-            config = await _call(self.client.config_get("appendonly"))
-            config.update(await _call(self.client.config_get("save")))
+            config = await call(self.client.config_get("appendonly"))
+            config.update(await call(self.client.config_get("save")))
         except ResponseError as exc:  # CONFIG renamed or disabled, as managed services do
             log.info("cannot read Redis persistence settings (%s)", exc)
             return True
@@ -324,15 +280,6 @@ class RedisRepository:
 
     async def close(self) -> None:
         await self.client.aclose()
-
-
-async def _call(call: Awaitable[_T]) -> _T:
-    """One call to Redis, within CALL_DEADLINE whatever redis-py's retries do; a Redis error."""
-    try:
-        async with asyncio.timeout(CALL_DEADLINE):
-            return await call
-    except TimeoutError:
-        raise RedisTimeoutError(f"no answer from Redis within {CALL_DEADLINE:g} s") from None
 
 
 def new_turn_token() -> str:

@@ -5,8 +5,8 @@ reported done, so a spooled turn survives a kill of the bot. A change is a line
 `{"id", "op", "cid", ...}`; once it has been written to Redis a line `{"done": id}` follows,
 so a replay cut short by a crash resumes after the last change it finished. When every
 change is done the file is emptied. A torn or unreadable line (a crash mid-write, an edit)
-is skipped with a warning. `replay` makes a pending change on the repository once it
-answers again (memory/resilient.py decides when), `Spool.turns` gives a conversation's
+is skipped with a warning. The changes themselves are memory/changes.py's;
+memory/resilient.py decides when they are written, `Spool.turns` gives a conversation's
 pending turns to read meanwhile.
 """
 
@@ -18,74 +18,15 @@ import itertools
 import json
 import logging
 import os
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
 from membot.ids import ConversationId, InvalidConversationId
-from membot.memory.base import ChatRepository
+from membot.memory.changes import Change
 from membot.memory.durable import append_lines, open_append, replace_atomic
-from membot.memory.models import ConversationState, Message
+from membot.memory.models import Message
 
 log = logging.getLogger(__name__)
-
-OPS = frozenset({"append", "set_state", "add_fact", "remove_facts", "reset"})
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One write to replay: `op` names the repository method, `args` its arguments as JSON."""
-
-    op: str
-    cid: ConversationId
-    args: dict[str, Any] = field(default_factory=dict)
-    id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    def to_line(self) -> bytes:
-        record = {"id": self.id, "op": self.op, "cid": str(self.cid), **self.args}
-        return (json.dumps(record, ensure_ascii=False) + "\n").encode()
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Change:
-        op, cid, change_id = record.pop("op"), record.pop("cid"), record.pop("id")
-        if op not in OPS or not isinstance(change_id, str):
-            raise ValueError(f"unknown change {op!r}")
-        _check_args(op, record)
-        return cls(op=op, cid=ConversationId.parse(cid), args=record, id=change_id)
-
-    def messages(self) -> list[Message]:
-        """An append's messages (checked when the change was read)."""
-        return [Message.from_json(line) for line in self.args["messages"]]
-
-    def state(self) -> ConversationState | None:
-        state = self.args.get("state")
-        return ConversationState.from_dict(state) if state else None
-
-
-def _check_args(op: str, args: dict[str, Any]) -> None:
-    """Raise ValueError unless `args` are what replaying `op` needs."""
-    if op == "append":
-        if not isinstance(args["token"], str) or not isinstance(args["messages"], list):
-            raise ValueError("bad append")
-        for line in args["messages"]:
-            if not isinstance(line, str):
-                raise ValueError("bad message")
-            Message.from_json(line)  # CorruptRecord is a ValueError
-        if args.get("state") is not None:
-            ConversationState.from_dict(args["state"])
-    elif op == "set_state":
-        if not isinstance(args["state"], dict):
-            raise ValueError("bad state")
-        ConversationState.from_dict(args["state"])
-    elif op == "add_fact":
-        if not isinstance(args["fact"], str) or type(args["limit"]) is not int:
-            raise ValueError("bad fact")
-    elif op == "remove_facts":
-        facts = args["facts"]
-        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
-            raise ValueError("bad facts")
 
 
 class Spool:
@@ -217,48 +158,6 @@ class Spool:
             os.close(fd)
         self._loaded = False
         self.path = self.base
-
-
-@runtime_checkable
-class _TokenAppend(Protocol):
-    async def append_turn(
-        self,
-        cid: ConversationId,
-        messages: Sequence[Message],
-        state: ConversationState | None,
-        token: str,
-    ) -> list[Message]: ...
-
-
-async def write_turn(
-    repo: ChatRepository,
-    cid: ConversationId,
-    messages: Sequence[Message],
-    state: ConversationState | None,
-    token: str,
-) -> list[Message]:
-    """Store a turn under its token where the backend knows tokens (Redis: a turn that did
-    reach the server before its reply was lost is not stored twice)."""
-    if isinstance(repo, _TokenAppend):
-        return await repo.append_turn(cid, messages, state, token)
-    return await repo.append(cid, messages, state)
-
-
-async def replay(repo: ChatRepository, change: Change) -> None:
-    """Make a spooled change on the repository it could not reach."""
-    cid, args = change.cid, change.args
-    state = change.state()
-    if change.op == "append":
-        await write_turn(repo, cid, change.messages(), state, args["token"])
-    elif change.op == "set_state":
-        assert state is not None
-        await repo.set_state(cid, state)
-    elif change.op == "add_fact":
-        await repo.add_fact(cid, args["fact"], args["limit"])
-    elif change.op == "remove_facts":
-        await repo.remove_facts(cid, args["facts"])
-    else:
-        await repo.reset(cid)
 
 
 def _spool_name(spool: Spool, path: Path) -> bool:

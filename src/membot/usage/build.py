@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from membot.config import Settings
-    from membot.memory.base import Degradable
+    from membot.memory.health import RedisHealth
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +29,11 @@ def limits_of(settings: Settings) -> Limits:
 
 
 def build_usage(
-    settings: Settings, client: Redis | None, clock: Clock, health: Degradable | None = None
+    settings: Settings, client: Redis | None, clock: Clock, health: RedisHealth | None = None
 ) -> tuple[UsageLedger, Quota]:
-    """With Redis the counters are shared by every process (the limits hold exactly across
-    them); with files they are this process's."""
+    """With Redis (the process's one client, membot.wiring) the counters are shared by every
+    process (the limits hold exactly across them); with files they are this process's. With
+    the health object (QUEUE=local), charges made while Redis is down are spooled."""
     window: RateWindow | None = None
     ledger: UsageLedger
     if client is not None:

@@ -18,7 +18,7 @@ _FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix")
 
 def _open(values: dict[str, Any]) -> tuple[UsageLedger, Any]:
     if values["storage"] == "redis":
-        from membot.memory.redis import create_client
+        from membot.memory.redis_client import create_client
         from membot.usage.redis import RedisLedger
 
         client = create_client(values["redis_url"].get_secret_value())

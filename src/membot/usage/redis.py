@@ -88,7 +88,7 @@ class RedisLedger:
         return [Row(kind, subject, totals) for (kind, subject), totals in sorted(sums.items())]
 
     async def close(self) -> None:
-        return None  # the client belongs to the repository
+        return None  # the client is the process's (membot.wiring closes it)
 
 
 def _totals(raw: dict[bytes | str, bytes | str]) -> Totals:

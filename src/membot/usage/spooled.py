@@ -2,18 +2,22 @@
 
 The bot keeps answering through an outage (memory/resilient.py), and what those answers cost
 must not be lost: they are appended to `DATA_DIR/usage-spool.jsonl` and added to Redis at
-the first charge recorded once Redis is back. The outage itself is reported once, by the
-repository; nothing here warns again.
+the first charge recorded once Redis is back. Every call goes through the process's health
+object (memory/health.py): none waits on Redis while it is known to be down, and a failure
+opens the breaker for everyone. The outage itself is reported once, by the health object;
+nothing here warns again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from pathlib import Path
 
-from membot.memory.base import Degradable
+from membot.memory.base import StorageUnavailable
 from membot.memory.durable import replace_atomic
+from membot.memory.health import RedisHealth
 from membot.usage.files import charge_from_json, charge_to_json
 from membot.usage.ledger import Charge, Kind, Row, Totals
 from membot.usage.redis import RedisLedger
@@ -24,7 +28,7 @@ SPOOL_NAME = "usage-spool.jsonl"
 
 
 class SpooledLedger:
-    def __init__(self, inner: RedisLedger, health: Degradable, data_dir: Path) -> None:
+    def __init__(self, inner: RedisLedger, health: RedisHealth, data_dir: Path) -> None:
         self.inner = inner
         self.health = health
         self.spool = data_dir / SPOOL_NAME
@@ -34,17 +38,14 @@ class SpooledLedger:
         self._spooled: bool | None = None
 
     async def record(self, charge: Charge) -> None:
-        if self.health.available:
-            try:
-                await self.inner.record(charge)
-            except Exception as exc:  # Redis failed mid-call: the breaker hears of it
-                self.health.failed(exc)
-            else:
-                await self._drain()
-                return
-        async with self._lock:
-            await asyncio.to_thread(self._append, charge_to_json(charge) + "\n")
-            self._spooled = True
+        try:
+            await self.health.call(lambda: self.inner.record(charge))
+        except StorageUnavailable:
+            async with self._lock:
+                await asyncio.to_thread(self._append, charge_to_json(charge) + "\n")
+                self._spooled = True
+            return
+        await self._drain()
 
     def _append(self, line: str) -> None:
         self.spool.parent.mkdir(parents=True, exist_ok=True)
@@ -70,19 +71,22 @@ class SpooledLedger:
                     log.warning("usage: skipped a torn or corrupt spooled line %d", number)
                     continue
                 try:
-                    await self.inner.record(charge)
-                except BaseException:
+                    await self.health.call(partial(self.inner.record, charge))
+                except BaseException as exc:
                     # What is in Redis now leaves the spool: nothing is counted twice later.
                     # Replaced whole: a crash mid-rewrite leaves the old spool or this, never half.
                     rest = "".join(f"{x}\n" for x in lines[number - 1 :]).encode()
                     await asyncio.to_thread(replace_atomic, self.spool, rest)
+                    if isinstance(exc, StorageUnavailable):
+                        return  # the rest at the first charge once Redis is back again
                     raise
             await asyncio.to_thread(self.spool.unlink, missing_ok=True)
             self._spooled = False
             log.info("usage: %d charge(s) recorded during the outage added to Redis", len(lines))
 
     async def totals(self, kind: Kind, subject: str, period: str) -> Totals:
-        return await self.inner.totals(kind, subject, period)
+        # StorageUnavailable at once while Redis is down: the limits let the message through.
+        return await self.health.call(lambda: self.inner.totals(kind, subject, period))
 
     async def report(self, since: str, until: str) -> list[Row]:
         return await self.inner.report(since, until)
