@@ -50,7 +50,7 @@ def _quiet_logs() -> None:
     for name in ("aiogram", "aiohttp.access", "tests.fakes"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # Every bench bot is open to everyone on purpose; the startup warning says so each time.
-    logging.getLogger("membot.bot.app").addFilter(
+    logging.getLogger("membot.roles.process").addFilter(
         lambda record: "ALLOWED_USER_IDS is empty" not in record.getMessage()
     )
 

@@ -2,7 +2,7 @@
 
 Everything runs in one process and one event loop, like the end-to-end tests: the fake
 Telegram Bot API and the fake OpenAI-compatible server are real aiohttp servers on 127.0.0.1,
-and the bot under test (membot's ``MembotApp`` or the floor relay) reaches them only through
+and the bot under test (membot's ``Process`` or the floor relay) reaches them only through
 its configured base URLs, with its real polling loop.
 
 Latency is measured from the moment an update is pushed into the fake Telegram to the moment
@@ -31,9 +31,9 @@ from typing import Any, Protocol, TypedDict
 
 from tests.fakes import FakeLLM, FakeTelegram, SentMessage
 
-from membot.bot.app import MembotApp
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
+from membot.roles.process import Process
 
 TOKEN = "4242:BENCH-TOKEN"
 API_KEY = "sk-bench-key"
@@ -350,8 +350,8 @@ def process_env(tg: FakeTelegram, llm_url: str, **overrides: Any) -> dict[str, s
     return membot_env(**{name: str(value) for name, value in values.items()})
 
 
-def make_membot(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides: Any) -> MembotApp:
-    return MembotApp(membot_settings(tg, llm, data_dir, **overrides))
+def make_membot(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides: Any) -> Process:
+    return Process(membot_settings(tg, llm, data_dir, **overrides))
 
 
 def make_floor(tg: FakeTelegram, llm: FakeLLM) -> BotApp:

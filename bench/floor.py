@@ -27,7 +27,7 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 
 
 class FloorRelay:
-    """Same lifecycle as ``MembotApp``: ``await run(handle_signals=False)`` until ``stop()``."""
+    """As membot's ``Process``: ``await run(handle_signals=False)`` until ``stop()``."""
 
     def __init__(
         self,

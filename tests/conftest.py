@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from membot.bot.app import MembotApp
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
+from membot.roles.process import Process
 from tests.fakes import FakeLLM, FakeTelegram
 
 TOKEN = "4242:TEST-TOKEN"
@@ -65,7 +65,7 @@ def make_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> Callable[..
 
 @dataclass
 class RunningBot:
-    app: MembotApp
+    app: Process
     task: asyncio.Task[None]
 
     async def stop(self) -> None:
@@ -86,7 +86,7 @@ async def start_bot(
 
     async def start(**overrides: Any) -> RunningBot:
         polls_before = tg.call_count("getUpdates")
-        app = MembotApp(make_settings(**overrides))
+        app = Process(make_settings(**overrides))
         task = asyncio.create_task(app.run(handle_signals=False))
         bot = RunningBot(app, task)
         running.append(bot)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
-    from membot.bot.app import ProcessRole
     from membot.config import Settings
+    from membot.roles import ProcessRole
 
 # Every command imports what it needs when it runs: `membot --help` imports nothing of ours,
 # the operator commands neither aiogram nor the model client (docs/benchmarks.md, Start-up).
@@ -126,11 +126,11 @@ def _serve_api(settings: Settings) -> int:
     _collect_later()
     import asyncio
 
-    from membot.api.server import serve_forever
+    from membot.roles.api import serve_api
 
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_forever(settings, before_serving=_freeze_heap))
+            asyncio.run(serve_api(settings, before_serving=_freeze_heap))
     except OSError as exc:
         # The port is taken, say: one line, not a traceback.
         print(f"membot: cannot serve the API: {exc.strerror or exc}", file=sys.stderr)
@@ -145,18 +145,18 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
     from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
     from redis.exceptions import RedisError
 
-    from membot.bot.app import MembotApp  # imported late: aiogram is heavy for check-config
     from membot.config import ConfigError
+    from membot.roles.process import Process  # imported late: aiogram is heavy for check-config
 
     async def run() -> None:
-        app = MembotApp(settings, role=role)
+        app = Process(settings, role)
         # Built, not yet serving: the one full collection pauses nothing. Run as a start-up
         # handler it came after the worker or the webhook had begun, and a 0.3-0.5 s pause
         # there could let a short lease lapse in mid-answer.
         _freeze_heap()
         await app.run()
 
-    # aiogram turns SIGINT/SIGTERM into a graceful stop; a second Ctrl-C lands here.
+    # SIGINT/SIGTERM are a graceful stop; a second Ctrl-C lands here.
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run())
@@ -170,7 +170,7 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
         )
         return 2
     except TelegramNetworkError as exc:
-        # Only at start-up: once polling runs, aiogram retries network errors with backoff.
+        # Only at start-up: once polling runs, the source retries network errors with backoff.
         print(
             f"membot: cannot reach the Telegram Bot API at {settings.telegram_api_base} "
             f"(TELEGRAM_API_BASE): {exc.message}",

@@ -43,7 +43,7 @@ REDIS_CONNECT_TIMEOUT = 0.25
 REDIS_SOCKET_TIMEOUT = 0.5
 # With QUEUE=redis there is no breaker: a failed call leaves the update in the queue, to be
 # tried again, so calls get the client's usual timeouts and retries. The same client reads
-# the queue, whose reads block for up to 1 s (queue/worker.py BLOCK_MS): that fits within
+# the queue, whose reads block for up to 1 s (intake/redis.py BLOCK_MS): that fits within
 # the socket timeout, with the 3 s any other call gets on top.
 QUEUE_CONNECT_TIMEOUT = 1.0
 QUEUE_SOCKET_TIMEOUT = 4.0

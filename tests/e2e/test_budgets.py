@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
-from membot.bot.app import MembotApp
 from membot.config import Settings
 from membot.memory.redis import RedisRepository
+from membot.roles.process import Process
 from membot.wiring import build_core
 from tests.conftest import TOKEN, RunningBot
 from tests.e2e.helpers import HELP_TEXT, roles_and_texts
@@ -52,7 +52,7 @@ async def start_clocked(
     async def start(clock: Clock, telegram: FakeTelegram = tg, **overrides: Any) -> RunningBot:
         settings = make_settings(telegram_api_base=telegram.base_url, **overrides)
         polls = telegram.call_count("getUpdates")
-        app = MembotApp(settings, core=build_core(settings, clock=clock))
+        app = Process(settings, core=build_core(settings, clock=clock))
         bot = RunningBot(app, asyncio.create_task(app.run(handle_signals=False)))
         running.append(bot)
         await telegram.wait_for_call("getUpdates", count=polls + 1)

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
-from membot.bot.inbox import Inbox
+from membot.bot.app import COMMANDS
+from membot.intake.journal import Journal
 from membot.memory import FileRepository
 from tests.conftest import API_KEY, TOKEN, StartBot
 from tests.e2e.helpers import (
@@ -205,7 +206,7 @@ async def test_a_reset_is_never_undone_by_a_replay_while_other_chats_are_busy(
     assert await say(tg, CHAT, "/reset") == texts.RESET_DONE
     # If the process died now, a restart must not bring the secret back into the wiped chat:
     # its done mark reached the disk before the reset ran. Only the slow question is due.
-    replay = await Inbox(data_dir).unanswered(FileRepository(data_dir))
+    replay = await Journal(data_dir, commands=COMMANDS).unanswered(FileRepository(data_dir))
     assert [r["message"]["text"] for r in replay] == ["a slow question"]
     held.set()
     await tg.wait_for_messages(CHAT + 1, 1)

@@ -42,13 +42,13 @@ async def test_run_answers_every_message_once_in_order(
 async def test_a_worker_and_a_receiver_as_two_apps(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, redis_repo: RedisRepository
 ) -> None:
-    from membot.bot.app import MembotApp
+    from membot.roles.process import Process
     from tests.conftest import RunningBot
 
     receiver = await start_bot(**queued(redis_repo))
     # The receiver above also works; a second, worker-only process shares the shards.
     settings = receiver.app.settings
-    worker = MembotApp(settings, role="worker")
+    worker = Process(settings, "worker")
     task = asyncio.create_task(worker.run(handle_signals=False))
     try:
         for i in range(6):
@@ -74,5 +74,5 @@ async def test_one_receiver_polls_at_a_time_and_a_stand_in_takes_over(
     assert [m.text for m in sent] == ["ANSWER: before", "ANSWER: after"]
     # Never two polls at once: Telegram would have answered one of them 409 Conflict.
     assert not [e for e in tg.errors if e[0] == "getUpdates"]
-    assert second.app.queue is not None and second.app.queue.receiver is not None
-    assert second.app.queue.receiver.received >= 1
+    assert second.app.source is not None
+    assert second.app.source.received >= 1

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from membot.queue.stream import UpdateStream
+from membot.intake.stream import UpdateStream
 from tests.api_support import free_port
 from tests.conftest import API_KEY, TOKEN
 from tests.e2e.helpers import membot_env, spawn_membot
@@ -89,7 +89,7 @@ class Cluster:
         the end of its log."""
 
         def notable(line: str) -> bool:
-            return " WARNING " in line or " ERROR " in line or "membot.queue" in line
+            return " WARNING " in line or " ERROR " in line or "membot.intake" in line
 
         parts = []
         for name in self.output:

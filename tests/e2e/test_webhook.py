@@ -15,9 +15,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from membot.bot.app import MembotApp
 from membot.config import Settings
 from membot.memory.redis import RedisRepository
+from membot.roles.process import Process
 from tests.api_support import free_port
 from tests.conftest import RunningBot, StartBot
 from tests.e2e.test_queue import queued, stream_lengths
@@ -49,7 +49,7 @@ async def start_hooked(
             **overrides,
         )
         registered = tg.call_count("setWebhook")
-        app = MembotApp(settings)
+        app = Process(settings)
         bot = RunningBot(app, asyncio.create_task(app.run(handle_signals=False)))
         running.append(bot)
         await tg.wait_for_call("setWebhook", count=registered + 1)

@@ -10,13 +10,23 @@ from typing import Any
 import pytest
 from aiogram.types import Update
 
-from membot.bot.inbox import COMPACT_BYTES, INBOX, Inbox
+from membot.bot.app import COMMANDS
 from membot.ids import ConversationId
+from membot.intake.contract import Entry
+from membot.intake.journal import COMPACT_BYTES, INBOX, Journal
 from membot.memory import FileRepository, Message
 
 
-def update(update_id: int, text: str, chat: int = 5, message_id: int | None = None) -> Update:
-    return Update.model_validate(raw(update_id, text, chat, message_id))
+def Inbox(data_dir: Path) -> Journal:
+    return Journal(data_dir, commands=COMMANDS)
+
+
+def update(update_id: int, text: str, chat: int = 5, message_id: int | None = None) -> Any:
+    return raw(update_id, text, chat, message_id)
+
+
+def entry(update_id: int) -> Entry:
+    return Entry(0, str(update_id), update_id, "5", "{}", redelivered=False)
 
 
 def raw(update_id: int, text: str, chat: int = 5, message_id: int | None = None) -> dict[str, Any]:
@@ -32,9 +42,9 @@ def raw(update_id: int, text: str, chat: int = 5, message_id: int | None = None)
     }
 
 
-async def test_a_batch_is_on_disk_when_record_returns(tmp_path: Path) -> None:
+async def test_a_batch_is_on_disk_when_put_returns(tmp_path: Path) -> None:
     inbox = Inbox(tmp_path / "data")  # DATA_DIR does not exist yet on a first start
-    await inbox.record([update(1, "one"), update(2, "two")])
+    await inbox.put([update(1, "one"), update(2, "two")])
     lines = (tmp_path / "data" / INBOX).read_text().splitlines()
     assert [json.loads(line)["message"]["text"] for line in lines] == ["one", "two"]
 
@@ -52,20 +62,20 @@ async def test_done_marks_ride_along_and_the_journal_holds_only_what_is_in_fligh
     tmp_path: Path,
 ) -> None:
     inbox = Inbox(tmp_path)
-    await inbox.record([update(1, "one"), update(2, "two")])
-    await inbox.done(1)
-    await inbox.record([update(3, "three")])
+    await inbox.put([update(1, "one"), update(2, "two")])
+    await inbox.done(entry(1))
+    await inbox.put([update(3, "three")])
     assert journal(tmp_path) == [1, 2, ("done", [1]), 3]
     # Past COMPACT_BYTES the journal is rewritten with the updates still pending only.
-    await inbox.done(3)
-    await inbox.record([update(4, "x" * COMPACT_BYTES)])
+    await inbox.done(entry(3))
+    await inbox.put([update(4, "x" * COMPACT_BYTES)])
     assert journal(tmp_path) == [2, 4]
     # Once nothing is in flight, nothing handled stays on disk.
-    await inbox.done(2)
+    await inbox.done(entry(2))
     assert journal(tmp_path) == [2, 4]  # its done mark waits for the next batch
-    await inbox.done(4)
+    await inbox.done(entry(4))
     assert journal(tmp_path) == []
-    await inbox.record([update(5, "five")])
+    await inbox.put([update(5, "five")])
     assert journal(tmp_path) == [5]
 
 
@@ -95,13 +105,13 @@ async def test_after_a_crash_only_unanswered_text_is_replayed(
     # Telegram's redelivery of anything the crashed run journaled is not journaled again.
     assert inbox.journaled_before == {10, 11, 12, 14}
     size = (tmp_path / INBOX).stat().st_size
-    await inbox.record([update(11, "answered")])
+    await inbox.put([update(11, "answered")])
     assert (tmp_path / INBOX).stat().st_size == size
     # The first new batch leaves only what is pending: the replayed message and itself.
-    await inbox.record([update(15, "new")])
+    await inbox.put([update(15, "new")])
     assert journal(tmp_path) == [12, 15]
-    await inbox.done(12)
-    await inbox.done(15)
+    await inbox.done(entry(12))
+    await inbox.done(entry(15))
     assert journal(tmp_path) == []
 
 
@@ -121,7 +131,7 @@ async def test_a_forwarded_message_reads_back(tmp_path: Path) -> None:
         "date": 1_767_225_000,
         "sender_user": {"id": 9, "is_bot": False, "first_name": "Bo"},
     }
-    await Inbox(tmp_path).record([Update.model_validate(forwarded)])
+    await Inbox(tmp_path).put([forwarded])
     replay = await Inbox(tmp_path).unanswered(FileRepository(tmp_path / "chats"))
     assert [r["update_id"] for r in replay] == [1]
     assert Update.model_validate(replay[0]).message.forward_origin is not None  # type: ignore[union-attr]
@@ -158,7 +168,7 @@ async def test_replay_looks_back_past_long_tool_turns_and_reads_each_update_once
 
 async def test_flush_puts_done_marks_on_disk_at_once(tmp_path: Path) -> None:
     inbox = Inbox(tmp_path)
-    await inbox.record([update(1, "a", chat=5), update(2, "b", chat=6)])
-    await inbox.done(1)  # 2 is still in flight: the mark would wait for the next batch
+    await inbox.put([update(1, "a", chat=5), update(2, "b", chat=6)])
+    await inbox.done(entry(1))  # 2 is still in flight: the mark would wait for the next batch
     await inbox.flush()
     assert journal(tmp_path) == [1, 2, ("done", [1])]

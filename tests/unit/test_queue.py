@@ -1,5 +1,6 @@
-"""The queue's parts on the real Redis: the stream and its marks, the shard assignment, and
-workers sharing shards, taking over a dead one's updates, and trying a failed update again.
+"""The Redis stream intake on the real Redis: the stream and its marks, the shard assignment,
+and workers (the runner taking from the stream) sharing shards, taking over a dead one's
+updates, and trying a failed update again.
 
 The handler here records what it was given; tests/e2e/test_queue.py and test_scaleout.py run
 the real bot."""
@@ -7,7 +8,9 @@ the real bot."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -17,10 +20,15 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.redis_proxy import CuttingProxy
 from tests.unit.conftest import REDIS_URL
 
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
+from membot.intake.contract import Entry, chat_of
+from membot.intake.redis import StreamIntake
+from membot.intake.runner import Runner, Turns
+from membot.intake.shards import ShardLeases, assign
+from membot.intake.stream import QueueMismatch, UpdateStream
+from membot.memory.inmemory import MemoryRepository
 from membot.memory.redis_client import create_client
-from membot.queue.shards import ShardLeases, assign
-from membot.queue.stream import Entry, QueueMismatch, UpdateStream, chat_of
-from membot.queue.worker import NotHolder, StreamWorker
 
 SHARDS = 4
 CLAIM_IDLE = 0.5
@@ -70,6 +78,55 @@ class Recorder:
         for _, entry in self.seen:
             out[entry.chat].append(entry.update_id)
         return dict(out)
+
+
+def service() -> ConversationService:
+    """The chats' turns, as the bot's runner holds them (no model: nothing is answered)."""
+    return ConversationService(None, MemoryRepository(), consult_rounds=3, max_rounds=10)  # type: ignore[arg-type]
+
+
+class StreamWorker:
+    """What `membot worker` runs: the stream intake (taking) and the runner, together."""
+
+    def __init__(
+        self,
+        stream: UpdateStream,
+        leases: ShardLeases,
+        handler: Callable[[Entry], Awaitable[None]],
+        *,
+        concurrency: int,
+        claim_idle: float,
+        turns: Turns | None = None,
+    ) -> None:
+        self.stream = stream
+        self.intake = StreamIntake(stream, leases, claim_idle=claim_idle)
+        turns = turns or service()
+        self.runner = Runner(
+            self.intake,
+            handler,
+            turns=turns,
+            repository=MemoryRepository(),
+            concurrency=concurrency,
+        )
+
+    async def start(self) -> None:
+        await self.intake.start()
+        await self.runner.start()
+
+    async def stop(self, grace: float) -> None:
+        await self.runner.stop(grace)
+        await self.intake.close()
+
+    async def wait_for_shards(self) -> None:
+        await self.intake.wait_for_shards()
+
+    def holding(self) -> list[int]:
+        return self.intake.holding()
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """Its background tasks and lanes (as a kill -9 would end them)."""
+        own = [self.runner._taking, self.intake._balancer]
+        return [t for t in own if t is not None] + list(self.runner.lanes.tasks.values())
 
 
 def make_worker(client: Redis, prefix: str, name: str, recorder: Recorder) -> StreamWorker:
@@ -213,10 +270,12 @@ async def test_a_dead_workers_updates_are_taken_over_in_order_after_claim_idle(
     # its tasks stop, nothing is released or acknowledged.
     loop = asyncio.get_running_loop()
     died = loop.time()
-    first._stop.set()  # (redis-py may swallow a cancel in mid-read: the loop must end too)
-    for task in [*first._tasks, *first._lanes.tasks.values()]:
+    first.runner._stop.set()  # (redis-py may swallow a cancel in mid-read: the loop must end)
+    first.intake._stop.set()
+    tasks = first.tasks()
+    for task in tasks:
         task.cancel()
-    await asyncio.gather(*first._tasks, *first._lanes.tasks.values(), return_exceptions=True)
+    await asyncio.gather(*tasks, return_exceptions=True)
     recorder.hold = None
     second = make_worker(client, prefix, "heir", recorder)
     await second.start()
@@ -278,7 +337,7 @@ async def test_a_stopping_worker_finishes_its_turn_and_leaves_the_rest_to_the_ne
 
 
 async def test_a_worker_whose_lease_lapsed_leaves_the_rest_of_the_chat_to_the_new_holder(
-    client: Redis, prefix: str
+    client: Redis, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The first worker stalls (its renewals stop) in the middle of a chat's first update,
     # long enough for its lease to lapse and a second worker to take the shard over. When it
@@ -290,14 +349,7 @@ async def test_a_worker_whose_lease_lapsed_leaves_the_rest_of_the_chat_to_the_ne
     workers: dict[str, StreamWorker] = {}
 
     def handler(name: str) -> Callable[[Entry], Awaitable[None]]:
-        async def handle(entry: Entry) -> None:
-            try:
-                if await workers[name].fence(entry):  # as the bot does, inside the chat's turn
-                    return
-            except NotHolder:
-                seen.append((f"{name}: left", entry.update_id))
-                changed.set()
-                raise
+        async def handle(entry: Entry) -> None:  # the runner asked the fence, in the turn
             seen.append((name, entry.update_id))
             changed.set()
             if name == "stalled" and entry.update_id == 1:
@@ -324,26 +376,25 @@ async def test_a_worker_whose_lease_lapsed_leaves_the_rest_of_the_chat_to_the_ne
     for update_id in (1, 2, 3):
         await first.stream.publish(text_update(update_id, 42))
     await wait_for(1)
-    balance = first._tasks[0]  # its heartbeat and lease renewals stop; its turn goes on
+    balance = first.intake._balancer  # its heartbeat and lease renewals stop; its turn goes on
+    assert balance is not None
     balance.cancel()
     await asyncio.gather(balance, return_exceptions=True)
     second = make("heir")
     await second.start()
     try:
         await wait_for(4)  # the heir took the shard and its updates, the one in hand included
-        stalled.set()  # the stalled one finishes its turn and comes to the chat's next update
-        await wait_for(5)
+        with caplog.at_level(logging.WARNING, logger="membot.intake.redis"):
+            lanes = list(first.runner.lanes.tasks.values())
+            stalled.set()  # the stalled one finishes its turn and comes to the chat's next
+            async with asyncio.timeout(10):  # update: its fence leaves it to the heir
+                await asyncio.gather(*lanes)
         assert first.stream.shard_of("42", 0) not in first.holding()
     finally:
         await second.stop(grace=5)
         await first.stop(grace=5)
-    assert seen == [
-        ("stalled", 1),
-        ("heir", 1),
-        ("heir", 2),
-        ("heir", 3),
-        ("stalled: left", 2),
-    ]
+    assert seen == [("stalled", 1), ("heir", 1), ("heir", 2), ("heir", 3)]
+    assert "has another holder now; its updates are left to it" in caplog.text
     assert all([await first.stream.handled(u) for u in (1, 2, 3)])
 
 
@@ -430,19 +481,26 @@ async def test_a_handled_update_is_marked_done_before_the_chats_turn_is_let_go(
 ) -> None:
     marked: list[bool] = []
     finished = asyncio.Event()
-    workers: list[StreamWorker] = []
+    stream = UpdateStream(client, prefix, SHARDS)
+
+    class Recorded:
+        """The chat's turn: whether the update was marked done when it was let go."""
+
+        @contextlib.asynccontextmanager
+        async def ordered(self, cid: ConversationId | None) -> AsyncIterator[None]:
+            yield
+            marked.append(await stream.handled(1))
+            finished.set()
 
     async def handle(entry: Entry) -> None:
-        worker = workers[0]
-        if await worker.fence(entry):
-            return
-        await worker.done(entry)  # as the bot does once it answered, still in the turn
-        marked.append(await worker.stream.handled(entry.update_id))
-        finished.set()
+        return None
 
-    stream = UpdateStream(client, prefix, SHARDS)
     leases = ShardLeases(client, prefix, "w", ttl=CLAIM_IDLE)
-    workers.append(StreamWorker(stream, leases, handle, concurrency=16, claim_idle=CLAIM_IDLE))
+    workers = [
+        StreamWorker(
+            stream, leases, handle, concurrency=16, claim_idle=CLAIM_IDLE, turns=Recorded()
+        )
+    ]
     await workers[0].start()
     try:
         await stream.publish(text_update(1, 42))

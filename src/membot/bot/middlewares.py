@@ -1,4 +1,5 @@
-"""Update pipeline pieces: one chat at a time, and who may talk to the bot."""
+"""Who may talk to the bot. (One chat at a time is the intake runner's: it holds the
+chat's turn while the dispatcher answers, intake/runner.py.)"""
 
 from __future__ import annotations
 
@@ -6,44 +7,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiogram import BaseMiddleware, Router
-from aiogram.dispatcher.middlewares.error import ErrorsMiddleware
-from aiogram.types import CallbackQuery, Chat, Message, TelegramObject
-
-from membot.core.service import ConversationService
-from membot.ids import ConversationId
+from aiogram import BaseMiddleware
+from aiogram.types import CallbackQuery, Message, TelegramObject
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
 NOT_ALLOWED = "Sorry, this bot is private."
-
-
-class ChatSequencer(BaseMiddleware):
-    """Outer update middleware: the updates of one chat run strictly one after another.
-
-    aiogram runs every update as its own task, in arrival order. Each task takes its chat's
-    turn from the conversation service (`ordered`) before its first real await, and the
-    service queues first-in first-out, so a chat's updates are handled in the order Telegram
-    sent them, while different chats run concurrently. The service also counts them in
-    flight, so shutdown waits for them as for HTTP requests.
-
-    Errors are handled inside the lock, by aiogram's own ErrorsMiddleware over `router` (the
-    dispatcher): the apology for a failed update goes out before the chat's next update is
-    answered, and shutdown waits for it too. (The dispatcher's outer ErrorsMiddleware wraps
-    this one, so it would only see the error once the lock was released.)
-    """
-
-    def __init__(self, router: Router, service: ConversationService) -> None:
-        self._errors = ErrorsMiddleware(router)
-        self._service = service
-
-    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
-        chat: Chat | None = data.get("event_chat")
-        cid = ConversationId.telegram(chat.id) if chat is not None else None
-        async with self._service.ordered(cid):
-            return await self._errors(handler, event, data)
 
 
 class AccessMiddleware(BaseMiddleware):

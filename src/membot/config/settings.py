@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     redis_max_messages: int = Field(default=10_000, ge=100, le=10_000_000)
     # Seconds a conversation lives in Redis after its last activity (not a summary); 0 = forever.
     conversation_ttl: int = Field(default=0, ge=0, le=10 * 365 * 86400)
-    # Scale-out (queue/): `redis` puts every update in a Redis Stream that workers share.
+    # Scale-out (intake/): `redis` puts every update in a Redis Stream that workers share.
     queue_backend: QueueKind = Field(default="local", validation_alias="queue")
     telegram_mode: TelegramMode = "polling"
     webhook_url: WebhookUrl = None

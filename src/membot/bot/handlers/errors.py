@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 
 from aiogram import Router
 from aiogram.exceptions import TelegramAPIError
 from aiogram.types import ErrorEvent
 
 from membot.bot import texts
-from membot.config import Settings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
-from membot.queue.worker import transient
 
 log = logging.getLogger(__name__)
 
@@ -22,10 +21,14 @@ def build_router() -> Router:
     router = Router(name="errors")
 
     @router.error()
-    async def on_error(event: ErrorEvent, service: ConversationService, settings: Settings) -> None:
-        if settings.queue.backend == "redis" and transient(event.exception):
-            # Redis (the storage and the queue) failed: no apology, the update stays in the
-            # queue and is answered when Redis is back.
+    async def on_error(
+        event: ErrorEvent,
+        service: ConversationService,
+        passing: Callable[[BaseException], bool],
+    ) -> None:
+        if passing(event.exception):
+            # A failure that passes, and whoever fed the update tries it again (the Redis
+            # stream keeps it): no apology, it is answered once the server is back.
             raise event.exception
         message = event.update.message
         chat = message.chat.id if message else None

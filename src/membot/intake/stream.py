@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 
 from membot.config import ConfigError
+from membot.intake.contract import Entry, chat_of
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -112,40 +112,6 @@ class QueueMismatch(ConfigError):
     """The queue in Redis was made with another shard count than this process's settings."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One update as a worker holds it."""
-
-    shard: int
-    entry_id: str
-    update_id: int
-    chat: str  # the chat's id as text ("" for an update without one)
-    data: str  # the update's JSON, as Telegram sent it
-    redelivered: bool  # taken over from another worker: it may have been handled already
-
-    @property
-    def ref(self) -> tuple[int, str]:
-        """Unique among all shards (an entry id is unique only within its stream)."""
-        return (self.shard, self.entry_id)
-
-
-def chat_of(update: dict[str, Any]) -> str:
-    """The chat an update belongs to, from Telegram's JSON (without building aiogram's
-    model): the key that keeps one chat's updates in one shard, in order."""
-    for key, value in update.items():
-        if not isinstance(value, dict):
-            continue
-        chat = value.get("chat")
-        if chat is None and isinstance(value.get("message"), dict):  # callback_query
-            chat = value["message"].get("chat")
-        if isinstance(chat, dict) and isinstance(chat.get("id"), int):
-            return str(chat["id"])
-        sender = value.get("from")
-        if key != "update_id" and isinstance(sender, dict) and isinstance(sender.get("id"), int):
-            return f"u{sender['id']}"  # inline queries and the like: by their sender
-    return ""
-
-
 class UpdateStream:
     """The streams, their group and the marks, on one Redis client."""
 
@@ -190,7 +156,7 @@ class UpdateStream:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    async def publish(self, update: dict[str, Any], raw: str | None = None) -> bool:
+    async def publish(self, update: Mapping[str, Any], raw: str | None = None) -> bool:
         """Add an update; False when it was queued (or handled) before. Raises RedisError."""
         update_id = int(update["update_id"])
         chat = chat_of(update)

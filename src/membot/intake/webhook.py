@@ -4,7 +4,8 @@ It listens on WEBHOOK_HOST:WEBHOOK_PORT at the path of WEBHOOK_URL (a reverse pr
 public address to it). A request must carry WEBHOOK_SECRET in Telegram's
 `X-Telegram-Bot-Api-Secret-Token` header, or it gets 401 and nothing is kept. The answer is
 200 only once the update is kept (in the Redis stream, or in the file inbox with
-QUEUE=local); when that fails it is 503, and Telegram delivers the update again later.
+QUEUE=local: the intake's `put`); when that fails it is 503, and Telegram delivers the
+update again later. The URL is registered with Telegram verbatim once the server listens.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from typing import Any
 
+from aiogram import Bot
 from aiohttp import web
 
-from membot.errors import Unavailable
+from membot.intake.contract import Intake, IntakeUnavailable
 from membot.listen import listen
 
 log = logging.getLogger(__name__)
@@ -25,14 +27,6 @@ log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 # Telegram's updates are small; a file's contents never come in one (only its id).
 MAX_BODY_BYTES = 1 << 20
-
-
-class IntakeUnavailable(Unavailable):
-    """The update could not be kept now (Redis is down, say): Telegram must send it again."""
-
-
-# Keeps one update (its JSON decoded, and as received); returns once it is durable.
-Intake = Callable[[dict[str, Any], str], Awaitable[None]]
 
 
 class WebhookServer:
@@ -78,7 +72,7 @@ class WebhookServer:
         except web.HTTPRequestEntityTooLarge:
             return _json(413, {"ok": False, "error": "too_large"})
         try:
-            await self.intake(update, raw)
+            await self.intake.put([update])
         except IntakeUnavailable as exc:
             log.warning("webhook: update %s not kept (%s): 503", update["update_id"], exc)
             return _json(503, {"ok": False, "error": "unavailable"})
@@ -88,3 +82,46 @@ class WebhookServer:
 
 def _json(status: int, payload: dict[str, Any]) -> web.Response:
     return web.Response(status=status, body=json.dumps(payload), content_type="application/json")
+
+
+class WebhookSource:
+    """Listen, then register WEBHOOK_URL verbatim with Telegram. It stays registered when
+    the process stops, so Telegram keeps the updates and retries until a receiver is back."""
+
+    def __init__(
+        self,
+        bot: Bot,
+        intake: Intake,
+        *,
+        url: str,
+        host: str,
+        port: int,
+        path: str,
+        secret: str,
+        allowed_updates: Sequence[str],
+    ) -> None:
+        self.bot = bot
+        self.url = url
+        self._secret = secret
+        self.allowed_updates = list(allowed_updates)
+        self.server = WebhookServer(host=host, port=port, path=path, secret=secret, intake=intake)
+
+    @property
+    def received(self) -> int:
+        return self.server.received
+
+    async def start(self) -> None:
+        await self.server.start()
+        try:
+            await self.bot.set_webhook(
+                url=self.url,
+                secret_token=self._secret,
+                allowed_updates=self.allowed_updates,
+                drop_pending_updates=False,
+            )
+        except BaseException:
+            await self.server.close()
+            raise
+
+    async def stop(self) -> None:
+        await self.server.close()

@@ -1,38 +1,39 @@
-"""A worker's updates in hand, in lanes: one per chat, whose updates run one after another in
-update_id order; lanes run side by side. Each update is given to `run` (the worker's
-`_handle`), which acknowledges it or leaves it pending."""
+"""The runner's updates in hand, in lanes: one per chat, whose updates run one after another
+in update_id order; lanes run side by side. Each update is given to `run` (the runner's
+`_handle`); once its lane lets it go (handled, left, or never started), `let_go` is told."""
 
 from __future__ import annotations
 
 import asyncio
 import bisect
 import logging
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Callable
 
-from membot.queue.stream import Entry
+from membot.intake.contract import Entry
 
 log = logging.getLogger(__name__)
 
 
-def _report(task: asyncio.Task[None]) -> None:
+def report(task: asyncio.Task[None]) -> None:
+    """A background task that ended by an error says so (it is awaited only at shutdown)."""
     if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("queue: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
+        log.error("intake: %s ended by %s", task.get_name(), type(exc).__name__, exc_info=exc)
 
 
 class Lanes:
     def __init__(
         self,
         run: Callable[[Entry], Awaitable[None]],
+        let_go: Callable[[Entry], None],
         *,
         stopping: asyncio.Event,
         freed: asyncio.Event,
     ) -> None:
         self._run = run
+        self._let_go = let_go
         self._stopping = stopping  # set: a lane starts no more updates
         self._freed = freed  # set whenever a lane ends (room for more)
-        self.in_hand: Counter[int] = Counter()  # per shard
-        self.acked: set[tuple[int, str]] = set()  # acknowledged by the handler, in its turn
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._ids: set[tuple[int, str]] = set()
         self._lanes: dict[str, deque[Entry]] = {}
@@ -42,11 +43,11 @@ class Lanes:
         return len(self._ids)
 
     def add(self, entry: Entry) -> None:
-        """Into its chat's lane; an update already in hand (read again) is ignored."""
+        """Into its chat's lane; an update already in hand (read again) is let go at once."""
         if entry.ref in self._ids:
+            self._let_go(entry)
             return
         self._ids.add(entry.ref)
-        self.in_hand[entry.shard] += 1
         key = entry.chat or f"#{entry.update_id}"
         lane = self._lanes.setdefault(key, deque())
         # In update_id order among those not started (a webhook may deliver out of order).
@@ -55,7 +56,7 @@ class Lanes:
         lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
         if key not in self.tasks:
             task = asyncio.create_task(self._drain(key), name=f"lane-{key}")
-            task.add_done_callback(_report)
+            task.add_done_callback(report)
             self.tasks[key] = task
 
     def drop_queued(self, shard: int) -> None:
@@ -88,5 +89,4 @@ class Lanes:
 
     def _release(self, entry: Entry) -> None:
         self._ids.discard(entry.ref)
-        self.acked.discard(entry.ref)
-        self.in_hand[entry.shard] -= 1
+        self._let_go(entry)

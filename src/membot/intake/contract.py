@@ -1,0 +1,119 @@
+"""The intake's contract: how an update gets in, and out to whoever answers it.
+
+    put(batch)   the batch is durable when this returns; only then is Telegram told (the
+                 next getUpdates offset, the webhook's 200). Raises IntakeUnavailable.
+    take(room)   some of the next updates (at most `room`), each chat's in order; waits a
+                 little when there are none.
+    fence(e)     inside the chat's turn, before answering: True when `e` was handled already;
+                 NotHolder when another process answers its chat now.
+    done(e)      inside the chat's turn, once handled: it never comes back.
+
+Two intakes keep this: the file journal (QUEUE=local, journal.py) and the Redis stream
+(QUEUE=redis, redis.py). Sources (polling.py, webhook.py) call `put`; the runner (runner.py)
+calls the rest. Nothing here knows aiogram's dispatcher or membot.bot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from redis.exceptions import RedisError
+
+from membot.errors import MembotError, Unavailable
+from membot.memory.base import StorageUnavailable
+
+
+class IntakeUnavailable(Unavailable):
+    """The update could not be kept now (Redis is down, say): Telegram must send it again."""
+
+
+class NotHolder(MembotError):
+    """From `fence`: the update's shard has another holder now. The update is left pending
+    for it, with the chat's later ones. `again`: seen while this process took the shard back
+    (the holder is this process once more): the update's turn again, at once."""
+
+    def __init__(self, shard: int, *, again: bool = False) -> None:
+        super().__init__(shard)
+        self.shard = shard
+        self.again = again
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One update as the runner holds it."""
+
+    shard: int  # the stream's shard (0 in the journal)
+    entry_id: str  # the stream's entry id (the update id in the journal)
+    update_id: int
+    chat: str  # the chat's id as text ("u<id>" by sender, "" for an update without one)
+    data: str  # the update's JSON, as Telegram sent it
+    redelivered: bool  # it may have been handled already (taken over, tried again)
+
+    @property
+    def ref(self) -> tuple[int, str]:
+        """Unique among all shards (an entry id is unique only within its stream)."""
+        return (self.shard, self.entry_id)
+
+
+class Intake(Protocol):
+    # What the runner does with what it holds when told to stop: True (the stream) leaves
+    # what has not started pending for the next process; False (the journal) answers all.
+    leaves_pending: bool
+    # A failure that passes (transient) is tried again (the stream), or given up (journal).
+    retries: bool
+
+    async def start(self) -> None:
+        """Ready to put (and to take, in a process that takes)."""
+        ...
+
+    async def stop(self) -> None:
+        """Take nothing more (the runner stops first; a process that only puts, too)."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of everything, once the runner is done."""
+        ...
+
+    async def put(self, batch: Sequence[Mapping[str, Any]]) -> None: ...
+
+    async def take(self, room: int) -> list[Entry]: ...
+
+    async def fence(self, entry: Entry) -> bool: ...
+
+    async def done(self, entry: Entry) -> None: ...
+
+    def keeps(self, entry: Entry) -> bool:
+        """Whether a failed update is still this process's to try again."""
+        ...
+
+    def let_go(self, entry: Entry) -> None:
+        """The runner holds this update no more (done, left, or never started)."""
+        ...
+
+    def rest(self) -> list[Entry]:
+        """What was put but not taken yet, when the runner stops (nothing for the stream)."""
+        ...
+
+
+def transient(exc: BaseException) -> bool:
+    """Failures that pass: the update is tried again, not given up."""
+    return isinstance(exc, (RedisError, StorageUnavailable, ConnectionError))
+
+
+def chat_of(update: Mapping[str, Any]) -> str:
+    """The chat an update belongs to, from Telegram's JSON (without building aiogram's
+    model): the key that keeps one chat's updates in one lane (and one shard), in order."""
+    for key, value in update.items():
+        if not isinstance(value, dict):
+            continue
+        chat = value.get("chat")
+        if chat is None and isinstance(value.get("message"), dict):  # callback_query
+            chat = value["message"].get("chat")
+        if isinstance(chat, dict) and isinstance(chat.get("id"), int):
+            return str(chat["id"])
+        sender = value.get("from")
+        if key != "update_id" and isinstance(sender, dict) and isinstance(sender.get("id"), int):
+            return f"u{sender['id']}"  # inline queries and the like: by their sender
+    return ""

@@ -1,0 +1,265 @@
+"""The file journal (QUEUE=local): an update is on disk before Telegram is told it was received.
+
+With long polling, asking for the next batch (`getUpdates` with a higher offset) confirms
+the previous one. A crash before its updates are answered would lose every message received
+but not yet answered: Telegram never sends them again.
+
+So every batch is appended to `DATA_DIR/inbox.jsonl` and fdatasync'd (one sync per batch, in
+a worker thread) by `put`, before the source asks for more and before the runner takes it.
+At start-up, the journal is read back: a text message whose question is not in its chat's
+archive was never answered, and is handled again, before anything new. Commands and other
+updates are not replayed (a second `/reset` could wipe what came after the first), and
+Telegram's own redelivery of an update already journaled is dropped at `put`. Only updates
+that would be answered again are journaled (`keep`), and the journal is emptied whenever
+nothing in it is still being handled, so a message stays there only about as long as it is
+in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from membot.intake import journal_files as files
+from membot.intake.contract import Entry, IntakeUnavailable, chat_of
+from membot.intake.repeats import answered
+from membot.memory.base import ChatRepository
+
+log = logging.getLogger(__name__)
+
+INBOX = "inbox.jsonl"
+# Past this size, the next write rewrites the journal with only the updates still pending.
+COMPACT_BYTES = 64 * 1024
+
+Update = Mapping[str, Any]  # as Telegram sent it
+
+
+class Journal:
+    """The journal of received updates, which of them are still being handled, and the
+    updates put but not taken yet.
+
+    Lines are updates as Telegram sent them, or `{"done": [update ids]}`. The journal is
+    emptied whenever nothing in it is in flight; under steady load, done marks ride with the
+    next batch instead (no write or sync of their own): one lost to a crash only means its
+    update is checked against its chat's archive at start-up, which the turn reached before
+    its answer was sent.
+
+    `commands` are the bot's commands ("/reset"): never journaled nor replayed, and the done
+    marks are made durable before one runs. `keep` says which other updates are worth
+    keeping (text from an allowed user, addressed to the bot); `readable` whether a record
+    of a crashed run can still be read.
+    """
+
+    leaves_pending = False  # what was put is all answered before the runner stops
+    retries = False  # a failed update got its apology: it is done
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        commands: frozenset[str] = frozenset(),
+        keep: Callable[[Update], Awaitable[bool]] | None = None,
+        readable: Callable[[Update], bool] | None = None,
+        repository: ChatRepository | None = None,
+    ) -> None:
+        self.path = Path(data_dir) / INBOX
+        self.commands = commands
+        self._keep = keep
+        self._readable = readable
+        self._repository = repository  # what a replay is checked against at start-up
+        self._pending: dict[int, bytes] = {}  # update id -> its journal line
+        self._done: list[int] = []  # handled since the last write
+        self._io = asyncio.Lock()
+        self._size = 0
+        self._compact = False  # rewrite at the next write, whatever the size
+        self._dir_synced = False  # the journal's directory entry, once per process
+        # Updates the crashed run journaled: Telegram may send them again, as duplicates. (By id,
+        # not by "up to": after a week without updates Telegram may pick a lower next id.)
+        self.journaled_before: frozenset[int] = frozenset()
+        self._ready: deque[Entry] = deque()
+        self._arrived = asyncio.Event()
+        self._commands_in_flight: set[int] = set()
+
+    # -- the contract ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """What a crashed run received and never answered is taken first."""
+        if self._repository is not None:
+            await self.replay(self._repository)
+
+    async def stop(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        await self.flush()
+
+    def let_go(self, entry: Entry) -> None:
+        return None
+
+    async def put(self, batch: Sequence[Update]) -> None:
+        """Journal what is worth keeping durably, then hand the whole batch to `take`."""
+        fresh = [u for u in batch if int(u["update_id"]) not in self.journaled_before]
+        lines: dict[int, bytes] = {}
+        for update in fresh:
+            text = _text(update)
+            if text is not None and self.is_command(text):
+                self._commands_in_flight.add(int(update["update_id"]))
+            elif self.replayable(text) and (self._keep is None or await self._keep(update)):
+                lines[int(update["update_id"])] = json.dumps(update).encode()
+        try:
+            await self.record(lines)
+        except OSError as exc:
+            raise IntakeUnavailable(f"inbox: {exc.strerror or exc}") from None
+        for update in fresh:
+            update_id = int(update["update_id"])
+            line = lines.get(update_id)
+            data = line.decode() if line is not None else json.dumps(update)
+            self._ready.append(_entry(update, data))
+        if fresh:
+            self._arrived.set()
+
+    async def take(self, room: int) -> list[Entry]:
+        while not self._ready:
+            self._arrived.clear()
+            await self._arrived.wait()
+        return [self._ready.popleft() for _ in range(min(room, len(self._ready)))]
+
+    def rest(self) -> list[Entry]:
+        rest = list(self._ready)
+        self._ready.clear()
+        return rest
+
+    def keeps(self, entry: Entry) -> bool:
+        return True
+
+    async def fence(self, entry: Entry) -> bool:
+        """A command may change what a replay would find (/reset empties the archive the
+        replay checks against): what is done must be on disk before it runs."""
+        if entry.update_id in self._commands_in_flight:
+            self._commands_in_flight.discard(entry.update_id)
+            await self.flush()
+        return False
+
+    async def done(self, entry: Entry) -> None:
+        """An update is handled (answered, refused or ignored): it need not come back.
+
+        When nothing journaled is in flight any more, the journal is emptied at once (after
+        the answer was sent): a handled message does not linger on disk, and cannot come
+        back after a crash that follows, say, the chat's /reset.
+        """
+        self._commands_in_flight.discard(entry.update_id)
+        if self._pending.pop(entry.update_id, None) is None:
+            return
+        self._done.append(entry.update_id)
+        if self._pending:
+            return
+        async with self._io:
+            if not self._pending:
+                await asyncio.to_thread(files.truncate, self.path)
+                self._size = 0
+                self._done = []
+                self._compact = False
+
+    # -- the file ---------------------------------------------------------------------------
+
+    async def record(self, lines: Mapping[int, bytes]) -> None:
+        """Journal these lines (update id -> its JSON) durably."""
+        if not lines:
+            return
+        async with self._io:
+            self._pending.update(lines)
+            batch = b"".join(line + b"\n" for line in lines.values())
+            if self._done:
+                batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
+                self._done = []
+            self._size = await asyncio.to_thread(
+                files.append, self.path, batch, not self._dir_synced
+            )
+            self._dir_synced = True
+            if self._compact or self._size >= COMPACT_BYTES:
+                # Only what is still pending survives; everything else was handled. (The
+                # batch is already durable above, whatever becomes of this rewrite.)
+                keep = b"".join(line + b"\n" for line in self._pending.values())
+                self._size = await asyncio.to_thread(files.rewrite, self.path, keep)
+                self._compact = False
+
+    async def flush(self) -> None:
+        """Write the done marks now, durably (before a command, and at shutdown)."""
+        async with self._io:
+            if self._done:
+                line = json.dumps({"done": self._done}).encode() + b"\n"
+                self._done = []
+                self._size = await asyncio.to_thread(files.append, self.path, line)
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    async def replay(self, repository: ChatRepository) -> int:
+        """Read back what a crashed run left unanswered: it is taken first. How many."""
+        records = await self.unanswered(repository)
+        self._ready.extendleft(reversed([_entry(r, json.dumps(r)) for r in records]))
+        if records:
+            self._arrived.set()
+        return len(records)
+
+    async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
+        """The journaled text messages, not marked done, whose question never reached its
+        chat's archive. They count as pending until handled again."""
+        records, done, self._size = await asyncio.to_thread(files.read, self.path)
+        self.journaled_before = frozenset(int(r["update_id"]) for r in records)
+        replay: list[dict[str, Any]] = []
+        skipped = 0
+        for record in records:
+            if int(record["update_id"]) in done:
+                continue
+            message = record.get("message")
+            if not isinstance(message, dict) or not self.replayable(message.get("text")):
+                skipped += 1
+                continue
+            if self._readable is not None and not self._readable(record):
+                log.warning("inbox: skipping update %s: it no longer reads", record["update_id"])
+                skipped += 1
+                continue
+            if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
+                continue
+            replay.append(record)
+        self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
+        if replay or skipped:
+            log.warning(
+                "inbox: %d message(s) received before a crash and never answered are answered "
+                "now; %d other update(s) from then are not replayed",
+                len(replay),
+                skipped,
+            )
+        # The crashed run's records are all dealt with now: keep only what is pending.
+        if replay:
+            self._compact = True  # at the next write
+        else:
+            await asyncio.to_thread(files.truncate, self.path)
+            self._size = 0
+        return replay
+
+    def is_command(self, text: str) -> bool:
+        return (
+            text.split(maxsplit=1)[0].split("@", 1)[0].lower() in self.commands if text else False
+        )
+
+    def replayable(self, text: Any) -> bool:
+        """Text the model answers, worth answering again. The bot's commands are not (a second
+        /reset could wipe what came after the first); "/other text" goes to the model."""
+        return isinstance(text, str) and bool(text.strip()) and not self.is_command(text)
+
+
+def _text(update: Update) -> str | None:
+    message = update.get("message")
+    text = message.get("text") if isinstance(message, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def _entry(update: Update, data: str) -> Entry:
+    update_id = int(update["update_id"])
+    return Entry(0, str(update_id), update_id, chat_of(update), data, redelivered=False)

@@ -1,0 +1,203 @@
+"""The runner: takes updates from an intake, keeps a lane per chat, feeds each to the handler.
+
+One update of a chat at a time, in update_id order (lanes.py); chats side by side, up to
+`concurrency` updates in hand (None: no limit). For each update the runner holds the chat's
+turn (the conversation service's, shared with the HTTP API and, with Redis, with every other
+process), and inside it asks the intake's fence whether the update is still its to answer,
+skips a possible repeat whose question is in the chat's archive already, feeds the handler
+(the dispatcher), and tells the intake it is done before the turn is let go.
+
+A failure that passes (Redis or the storage unreachable) leaves the update to be tried again,
+as a possible repeat, with backoff, the chat's later updates waiting behind it, when the
+intake retries (the stream); otherwise the update is done (the handler apologised already).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
+from typing import Protocol
+
+from membot.ids import ConversationId
+from membot.intake.contract import Entry, Intake, NotHolder, transient
+from membot.intake.lanes import Lanes, report
+from membot.intake.repeats import answered, question_of
+from membot.memory.base import ChatRepository
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Entry], Awaitable[None]]
+
+# Longest wait between two tries of an update that failed for a passing reason.
+MAX_BACKOFF = 10.0
+# With no limit on updates in hand, how many one take may bring.
+UNLIMITED = 1 << 20
+
+
+class Turns(Protocol):
+    """The conversation service's turn (core/service.py `ordered`)."""
+
+    def ordered(self, cid: ConversationId | None) -> AbstractAsyncContextManager[None]: ...
+
+
+def conversation_of(entry: Entry) -> ConversationId | None:
+    """The chat's conversation; None for an update without a chat (counted, not ordered)."""
+    chat = entry.chat
+    if chat and (chat.isdigit() or (chat[0] == "-" and chat[1:].isdigit())):
+        return ConversationId.telegram(int(chat))
+    return None
+
+
+class Runner:
+    def __init__(
+        self,
+        intake: Intake,
+        handler: Handler,
+        *,
+        turns: Turns,
+        repository: ChatRepository,
+        concurrency: int | None = None,
+    ) -> None:
+        self.intake = intake
+        self.handler = handler
+        self.turns = turns
+        self.repository = repository
+        self.concurrency = concurrency
+        self.handled = 0
+        self._taking: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()  # set: no new update is taken
+        self._lanes_stop = asyncio.Event()  # set: no lane starts another update
+        self._freed = asyncio.Event()
+        self.lanes = Lanes(
+            self._handle, intake.let_go, stopping=self._lanes_stop, freed=self._freed
+        )
+        self._down = False
+
+    async def start(self) -> None:
+        self._taking = asyncio.create_task(self._take_loop(), name="intake-take")
+        self._taking.add_done_callback(report)
+
+    async def stop(self, grace: float) -> None:
+        """Take nothing more; finish what is in hand within `grace` seconds. With the stream,
+        what has not started is left pending; with the journal, everything put is answered."""
+        self._stop.set()
+        if self.intake.leaves_pending:
+            self._lanes_stop.set()
+        if self._taking is not None:
+            self._taking.cancel()
+            await asyncio.gather(self._taking, return_exceptions=True)
+        await self.intake.stop()
+        if not self.intake.leaves_pending:
+            for entry in self.intake.rest():
+                self.lanes.add(entry)
+        lanes = list(self.lanes.tasks.values())
+        if lanes:
+            _, late = await asyncio.wait(lanes, timeout=grace)
+            if late:
+                log.warning("intake: %d update(s) cut short by shutdown, left pending", len(late))
+                for task in late:
+                    task.cancel()
+                await asyncio.gather(*late, return_exceptions=True)
+
+    async def _take_loop(self) -> None:
+        while not self._stop.is_set():
+            room = UNLIMITED if self.concurrency is None else self.concurrency - len(self.lanes)
+            if room <= 0:
+                self._freed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._freed.wait(), 1.0)
+                continue
+            for entry in await self.intake.take(room):
+                self.lanes.add(entry)
+
+    # -- one update --------------------------------------------------------------------------
+
+    async def _handle(self, entry: Entry) -> None:
+        handled = acked = False
+        attempt = 0
+        while True:
+            try:
+                if not handled:
+                    acked = await self._turn(entry)
+                    handled = True
+                if not acked:  # else done in its turn
+                    await self.intake.done(entry)
+                self.handled += 1
+                self._up()
+                return
+            except NotHolder as lost:
+                if lost.again:
+                    entry = replace(entry, redelivered=True)
+                    continue
+                self.lanes.drop_queued(lost.shard)
+                return
+            except Exception as exc:
+                if not self.intake.retries:  # done in its turn: the journal forgets it
+                    log.error("intake: update %s failed (%s)", entry.update_id, type(exc).__name__)
+                    return
+                if not transient(exc):
+                    log.error(
+                        "queue: update %s failed for good (%s); acknowledged",
+                        entry.update_id,
+                        type(exc).__name__,
+                    )
+                    handled = True
+                    continue
+                self._outage(exc)
+            if self._stop.is_set() or not self.intake.keeps(entry):
+                return  # left pending: the shard's next holder takes it over
+            # Tried again as a possible repeat: the failed try may have stored its turn.
+            entry = replace(entry, redelivered=True)
+            attempt += 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), min(0.25 * 2**attempt, MAX_BACKOFF))
+
+    async def _turn(self, entry: Entry) -> bool:
+        """Inside the chat's turn: fence, repeat, handler, done. True when done in the turn
+        (a handled update is acknowledged before the turn is let go, so a process that took
+        its shard over and waits for the turn finds it done, whatever its kind)."""
+        async with self.turns.ordered(conversation_of(entry)):
+            try:
+                if not await self.intake.fence(entry) and not await self._repeat(entry):
+                    await self.handler(entry)
+            except NotHolder:
+                raise
+            except BaseException:
+                if not self.intake.retries:
+                    await self.intake.done(entry)
+                raise
+            try:
+                await self.intake.done(entry)
+            except Exception as exc:
+                if not transient(exc):
+                    raise
+                # Acknowledged after the turn instead, with the runner's tries.
+                log.debug("update %s: not acknowledged in its turn: %s", entry.update_id, exc)
+                return False
+            return True
+
+    async def _repeat(self, entry: Entry) -> bool:
+        """An update taken over from another process (or tried again after a failure) is
+        skipped if its question is in the chat's archive: its turn was stored (the answer
+        went out, or the process died in the instant between the two)."""
+        if not entry.redelivered:
+            return False
+        question = question_of(entry)
+        if question is None or not await answered(self.repository, *question):
+            return False
+        log.info("update %s was answered before it was taken over", entry.update_id)
+        return True
+
+    def _outage(self, exc: BaseException) -> None:
+        if not self._down:
+            self._down = True
+            log.warning("queue: Redis is unreachable (%s); retrying", type(exc).__name__)
+
+    def _up(self) -> None:
+        if self._down:
+            self._down = False
+            log.warning("queue: Redis is back")

@@ -1,0 +1,140 @@
+"""Every part a process role starts, built in one place from the settings.
+
+source   polling or webhook: Telegram's updates into the intake (not in `worker`)
+intake   the file journal (QUEUE=local) or the Redis stream (QUEUE=redis)
+runner   takes updates, a lane per chat, feeds the dispatcher (not in `receive`)
+api      the HTTP API, when API_PORT is set
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from membot.bot.app import COMMANDS, MembotApp
+from membot.config import Settings
+from membot.intake.contract import Entry, Intake, transient
+from membot.intake.journal import Journal
+from membot.intake.polling import PollingSource
+from membot.intake.runner import Runner
+from membot.intake.webhook import WebhookSource
+from membot.roles import ProcessRole
+from membot.wiring import Core, build_core
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from membot.api.server import ApiServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Parts:
+    settings: Settings
+    role: ProcessRole
+    core: Core
+    app: MembotApp
+    intake: Intake
+    source: PollingSource | WebhookSource | None
+    runner: Runner | None
+    api: ApiServer | None
+
+
+def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None = None) -> Parts:
+    if role in ("receive", "worker") and settings.queue.backend != "redis":
+        raise ValueError(f"`membot {role}` needs QUEUE=redis")
+    core = core or build_core(settings)
+    stream = settings.queue.backend == "redis"
+    app = MembotApp(settings, core, passing=transient if stream else _never)
+    client: Redis | None = None
+    intake: Intake
+    name = ""
+    if stream:
+        from membot.intake.redis import consumer_name
+
+        name = consumer_name()
+        client, intake = _stream(core, settings, name, takes=role != "receive")
+    else:
+        intake = Journal(
+            settings.data_dir,
+            commands=COMMANDS,
+            keep=app.worth_keeping,
+            readable=app.readable,
+            repository=core.repository,
+        )
+    source = None if role == "worker" else _source(settings, app, intake, client, name)
+    runner = None
+    if role != "receive":
+
+        async def feed(entry: Entry) -> None:
+            await app.feed(entry.data)
+
+        runner = Runner(
+            intake,
+            feed,
+            turns=core.service,
+            repository=core.repository,
+            concurrency=settings.worker_concurrency if stream else None,
+        )
+    api = None
+    if settings.api_port is not None:
+        from membot.api.server import ApiServer  # only when the API is on
+
+        api = ApiServer(settings, core)
+    return Parts(settings, role, core, app, intake, source, runner, api)
+
+
+def _never(exc: BaseException) -> bool:
+    return False
+
+
+def _stream(core: Core, settings: Settings, name: str, *, takes: bool) -> tuple[Redis, Intake]:
+    from membot.intake.redis import StreamIntake
+    from membot.intake.shards import ShardLeases
+    from membot.intake.stream import UpdateStream
+
+    # The process's one client (membot.wiring: its timeouts fit a read of BLOCK_MS).
+    if core.redis is None:
+        raise ValueError("QUEUE=redis needs STORAGE=redis")  # the settings say so first
+    client = core.redis
+    stream = UpdateStream(client, settings.redis_prefix, settings.queue_shards)
+    leases = None
+    if takes:
+        leases = ShardLeases(client, settings.redis_prefix, name, ttl=settings.claim_idle)
+    return client, StreamIntake(stream, leases, claim_idle=settings.claim_idle)
+
+
+def _source(
+    settings: Settings, app: MembotApp, intake: Intake, client: Redis | None, name: str
+) -> PollingSource | WebhookSource:
+    if settings.telegram_mode == "webhook":
+        assert settings.webhook_url is not None and settings.webhook_secret is not None
+        return WebhookSource(
+            app.bot,
+            intake,
+            url=settings.webhook_url,
+            host=settings.webhook_host,
+            port=settings.webhook_port,
+            path=settings.telegram.webhook_path,
+            secret=settings.webhook_secret.get_secret_value(),
+            allowed_updates=app.allowed_updates(),
+        )
+    if client is None:  # QUEUE=local, one process: aiogram's own polling timeout
+        return PollingSource(
+            app.bot, intake, allowed_updates=app.allowed_updates(), poll_timeout=10
+        )
+    from membot.intake.shards import ReceiverLease
+
+    # Only one process polls (a second poll gets 409 Conflict): the others stand by.
+    lease = ReceiverLease(client, settings.redis_prefix, name, ttl=settings.claim_idle)
+    return PollingSource(
+        app.bot,
+        intake,
+        allowed_updates=app.allowed_updates(),
+        # A poll waits at most a third of the lease, so the lease is renewed in time.
+        poll_timeout=max(1, min(25, int(settings.claim_idle / 3))),
+        lease=lease,
+        standby=max(settings.claim_idle / 3, 0.2),
+    )

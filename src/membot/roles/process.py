@@ -1,0 +1,118 @@
+"""A process: its parts started in order, run until told to stop, shut down in order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Iterator
+
+from membot.config import Settings
+from membot.roles import ProcessRole
+from membot.roles.factory import Parts, build_parts
+from membot.wiring import Core, shutdown_grace
+
+log = logging.getLogger(__name__)
+
+
+class Process:
+    """One process's parts: `run()` until `stop()` or a signal."""
+
+    def __init__(
+        self, settings: Settings, role: ProcessRole = "run", core: Core | None = None
+    ) -> None:
+        self.parts: Parts = build_parts(settings, role, core)
+        self.settings = settings
+        self.role = role
+        self.core = self.parts.core
+        self.app = self.parts.app
+        self.source = self.parts.source
+        self.runner = self.parts.runner
+        self._stopped = asyncio.Event()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        await self.start()
+        try:
+            with _signals(self._stopped.set) if handle_signals else contextlib.nullcontext():
+                await self._stopped.wait()
+        finally:
+            await self.shutdown()
+
+    async def stop(self) -> None:
+        self._stopped.set()
+
+    async def start(self) -> None:
+        p = self.parts
+        try:
+            await p.core.start()
+            if p.source is not None:
+                await p.app.set_commands()
+            await p.intake.start()  # the stream's shard count checked; a journal's replay
+            if p.runner is not None:
+                await p.runner.start()
+            if p.source is not None:
+                await p.source.start()
+            if p.api is not None:
+                await p.api.start()  # a port already taken fails the start-up cleanly
+        except BaseException:
+            await self._release()
+            raise
+        if not self.settings.allowed_user_ids:
+            log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
+        log.info(
+            "membot %s started: queue=%s telegram=%s model=%s data_dir=%s window=%d "
+            "summary_every=%d tools=%s mode=%s",
+            self.role,
+            self.settings.queue.backend,
+            self.settings.telegram_mode,
+            self.settings.default_model,
+            self.settings.data_dir,
+            self.settings.window_size,
+            self.settings.summary_every,
+            ",".join(self.settings.enabled_tools) or "none",
+            self.settings.tool_mode,
+        )
+
+    async def shutdown(self) -> None:
+        """Receiving stops first; the API takes no new requests either. Updates and requests
+        already being answered finish, then the summaries; everything is released."""
+        p = self.parts
+        grace = shutdown_grace(self.settings)
+        try:
+            if p.source is not None:
+                await p.source.stop()
+            if p.api is not None:
+                await p.api.stop_accepting()
+            if p.runner is not None:
+                await p.runner.stop(grace)
+            await p.intake.stop()
+            await p.core.service.wait_idle(grace)
+        finally:
+            await self._release()
+        log.info("membot stopped")
+
+    async def _release(self) -> None:
+        p = self.parts
+        try:
+            if p.source is not None:
+                await p.source.stop()
+            await p.intake.close()  # the stream's client is the core's, closed with it
+            if p.api is not None:
+                await p.api.close()
+            await p.core.aclose()
+        finally:
+            await p.app.close()
+
+
+@contextlib.contextmanager
+def _signals(stop: Callable[[], object]) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop)
+    try:
+        yield
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
