@@ -21,12 +21,20 @@ from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
-from membot.errors import MembotError, Unavailable
+from membot.errors import Busy, MembotError, Unavailable
 from membot.memory.base import StorageUnavailable
 
 
 class IntakeUnavailable(Unavailable):
     """The update could not be kept now (Redis is down, say): Telegram must send it again."""
+
+
+class SourceConflict(Busy):
+    """Telegram refused a poll: another process polls this bot (409 Conflict)."""
+
+
+class SourceUnavailable(Unavailable):
+    """Telegram could not be reached, or failed (a network error, a 5xx): poll again later."""
 
 
 class NotHolder(MembotError):

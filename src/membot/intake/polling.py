@@ -13,20 +13,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from aiogram import Bot
-from aiogram.exceptions import TelegramConflictError, TelegramNetworkError, TelegramServerError
-from aiogram.methods import GetUpdates
 from redis.exceptions import RedisError
 
-from membot.intake.contract import Intake, IntakeUnavailable
+from membot.intake.contract import Intake, IntakeUnavailable, SourceConflict, SourceUnavailable
 
 log = logging.getLogger(__name__)
 
 # Longest wait after a failed poll or a failed put.
 MAX_BACKOFF = 5.0
+
+
+class Telegram(Protocol):
+    """The Bot API calls a source makes (the front door's client, bot/updates.py). A poll
+    raises SourceConflict or SourceUnavailable for what passes."""
+
+    async def get_updates(
+        self, offset: int | None, timeout: int, allowed_updates: Sequence[str]
+    ) -> list[Mapping[str, Any]]: ...
+
+    async def delete_webhook(self) -> None: ...
+
+    async def set_webhook(self, url: str, secret: str, allowed_updates: Sequence[str]) -> None: ...
 
 
 class Lease(Protocol):
@@ -38,7 +48,7 @@ class Lease(Protocol):
 class PollingSource:
     def __init__(
         self,
-        bot: Bot,
+        telegram: Telegram,
         intake: Intake,
         *,
         allowed_updates: Sequence[str],
@@ -46,7 +56,7 @@ class PollingSource:
         lease: Lease | None = None,
         standby: float = 1.0,
     ) -> None:
-        self.bot = bot
+        self.telegram = telegram
         self.intake = intake
         self.lease = lease
         self.allowed_updates = list(allowed_updates)
@@ -61,7 +71,7 @@ class PollingSource:
 
     async def start(self) -> None:
         # A webhook left registered would make every getUpdates fail.
-        await self.bot.delete_webhook(drop_pending_updates=False)
+        await self.telegram.delete_webhook()
         self._task = asyncio.create_task(self._run(), name="receiver")
 
     async def stop(self) -> None:
@@ -88,37 +98,31 @@ class PollingSource:
                     continue
                 self._intake(up=True)
                 self._poller(True)
-                updates = await self.bot(
-                    GetUpdates(
-                        offset=self._offset,
-                        timeout=self.poll_timeout,
-                        allowed_updates=self.allowed_updates,
-                    ),
-                    request_timeout=self.poll_timeout + 10,
+                updates = await self.telegram.get_updates(
+                    self._offset, self.poll_timeout, self.allowed_updates
                 )
                 await self._put(updates)
                 backoff = 0.0
             except (IntakeUnavailable, RedisError) as exc:
                 self._intake(up=False, exc=exc)
                 backoff = min(max(backoff * 2, 0.25), MAX_BACKOFF)
-            except TelegramConflictError:
+            except SourceConflict:
                 log.warning("receiver: another process polls this bot (409 Conflict); waiting")
                 backoff = MAX_BACKOFF
-            except (TelegramNetworkError, TelegramServerError) as exc:
-                log.warning("receiver: polling failed (%s); retrying", type(exc).__name__)
+            except SourceUnavailable as exc:
+                log.warning("receiver: polling failed (%s); retrying", exc)
                 backoff = min(max(backoff * 2, 0.5), MAX_BACKOFF)
             except Exception as exc:  # as aiogram's own polling did: log, back off, poll again
                 log.error("receiver: polling failed (%s); retrying", type(exc).__name__)
                 backoff = min(max(backoff * 2, 1.0), MAX_BACKOFF)
 
-    async def _put(self, updates: list[Any]) -> None:
+    async def _put(self, updates: list[Mapping[str, Any]]) -> None:
         if not updates:
             return
-        batch = [u.model_dump(mode="json", exclude_none=True, by_alias=True) for u in updates]
         # A failure propagates: the offset stays, so the batch comes again (what was kept
         # already is recognised: the stream's mark, the journal's ids).
-        await self.intake.put(batch)
-        self._offset = updates[-1].update_id + 1
+        await self.intake.put(updates)
+        self._offset = int(updates[-1]["update_id"]) + 1
         self.received += len(updates)
 
     def _poller(self, active: bool) -> None:

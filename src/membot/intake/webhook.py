@@ -14,13 +14,15 @@ import hmac
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiogram import Bot
 from aiohttp import web
 
 from membot.intake.contract import Intake, IntakeUnavailable
 from membot.listen import listen
+
+if TYPE_CHECKING:
+    from membot.intake.polling import Telegram
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,7 @@ class WebhookSource:
 
     def __init__(
         self,
-        bot: Bot,
+        telegram: Telegram,
         intake: Intake,
         *,
         url: str,
@@ -100,7 +102,7 @@ class WebhookSource:
         secret: str,
         allowed_updates: Sequence[str],
     ) -> None:
-        self.bot = bot
+        self.telegram = telegram
         self.url = url
         self._secret = secret
         self.allowed_updates = list(allowed_updates)
@@ -113,12 +115,7 @@ class WebhookSource:
     async def start(self) -> None:
         await self.server.start()
         try:
-            await self.bot.set_webhook(
-                url=self.url,
-                secret_token=self._secret,
-                allowed_updates=self.allowed_updates,
-                drop_pending_updates=False,
-            )
+            await self.telegram.set_webhook(self.url, self._secret, self.allowed_updates)
         except BaseException:
             await self.server.close()
             raise

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membot.bot.app import COMMANDS, MembotApp
+from membot.bot.updates import BotUpdates
 from membot.config import Settings
 from membot.intake.contract import Entry, Intake, transient
 from membot.intake.journal import Journal
@@ -112,7 +113,7 @@ def _source(
     if settings.telegram_mode == "webhook":
         assert settings.webhook_url is not None and settings.webhook_secret is not None
         return WebhookSource(
-            app.bot,
+            BotUpdates(app.bot),
             intake,
             url=settings.webhook_url,
             host=settings.webhook_host,
@@ -123,14 +124,14 @@ def _source(
         )
     if client is None:  # QUEUE=local, one process: aiogram's own polling timeout
         return PollingSource(
-            app.bot, intake, allowed_updates=app.allowed_updates(), poll_timeout=10
+            BotUpdates(app.bot), intake, allowed_updates=app.allowed_updates(), poll_timeout=10
         )
     from membot.intake.shards import ReceiverLease
 
     # Only one process polls (a second poll gets 409 Conflict): the others stand by.
     lease = ReceiverLease(client, settings.redis_prefix, name, ttl=settings.claim_idle)
     return PollingSource(
-        app.bot,
+        BotUpdates(app.bot),
         intake,
         allowed_updates=app.allowed_updates(),
         # A poll waits at most a third of the lease, so the lease is renewed in time.
