@@ -172,3 +172,30 @@ async def test_flush_puts_done_marks_on_disk_at_once(tmp_path: Path) -> None:
     await inbox.done(entry(1))  # 2 is still in flight: the mark would wait for the next batch
     await inbox.flush()
     assert journal(tmp_path) == [1, 2, ("done", [1])]
+
+
+async def test_put_hands_every_update_on_and_drops_telegrams_redelivery_of_a_journaled_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / INBOX).write_text(json.dumps(raw(7, "from the crashed run")) + "\n")
+    inbox = Inbox(tmp_path)
+    replayed = await inbox.replay(FileRepository(tmp_path / "chats"))
+    assert replayed == 1
+    # Telegram sends update 7 again (the crashed run never confirmed it), then new ones.
+    await inbox.put([raw(7, "from the crashed run"), raw(8, "/help"), raw(9, "new")])
+    taken = await inbox.take(10)
+    assert [(e.update_id, e.redelivered) for e in taken] == [(7, False), (8, False), (9, False)]
+    assert [e.chat for e in taken] == ["5", "5", "5"]
+    # The command is taken but not journaled; the text is.
+    assert journal(tmp_path) == [7, 9]
+
+
+async def test_the_done_marks_are_on_disk_before_a_command_runs(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path)
+    await inbox.put([raw(1, "a", chat=5), raw(2, "b", chat=6), raw(3, "/reset", chat=5)])
+    first, second, command = await inbox.take(10)
+    await inbox.done(first)  # 2 is still in flight: the mark would wait for the next batch
+    assert not await inbox.fence(command)  # the runner asks, in the command's turn
+    assert journal(tmp_path) == [1, 2, ("done", [1])]
+    assert not await inbox.fence(second)  # a text message: nothing to write
+    assert journal(tmp_path) == [1, 2, ("done", [1])]
