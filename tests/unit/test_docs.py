@@ -15,7 +15,8 @@ from bench import report
 from bench.report_text import SECTIONS
 from scripts import openapi
 
-from membot.api.models import ERROR_STATUS, ChatRequest, ChatResponse, ErrorCode
+from membot.api.errors import ERROR_STATUS, ErrorCode
+from membot.api.models import ChatRequest, ChatResponse
 from membot.api.openapi import build_document
 from membot.bot.texts import EN
 from membot.config import Settings, env_names

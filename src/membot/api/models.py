@@ -1,96 +1,23 @@
-"""The API's wire format: pydantic models that validate requests and shape responses. The
-OpenAPI document (`membot.api.openapi`) is generated from these same models, so what is
-described is what is enforced."""
+"""The API's wire format: pydantic models that validate requests and shape responses (its
+errors: `membot.api.errors`). The OpenAPI document (`membot.api.openapi`) is generated from
+these same models, so what is described is what is enforced."""
 
 from __future__ import annotations
 
 import uuid
-from enum import StrEnum
 from typing import Any, Final, Literal
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from membot.api.errors import ApiError, ErrorCode
 from membot.core.sessions import SessionRequest
-from membot.errors import MembotError
 from membot.llm.structured import load_schema, schema_object
-from membot.memory.models import SessionConfig
+from membot.memory.state import SessionConfig
 
 #: Larger bodies are refused (413) before they are parsed.
 MAX_BODY_BYTES: Final = 64 * 1024
-
-
-class ErrorCode(StrEnum):
-    INVALID_REQUEST = "INVALID_REQUEST"
-    INVALID_MAX_ROUNDS = "INVALID_MAX_ROUNDS"
-    MAX_ROUNDS_EXCEEDED = "MAX_ROUNDS_EXCEEDED"
-    DIALOG_COMPLETED = "DIALOG_COMPLETED"
-    MODEL_REJECTED = "MODEL_REJECTED"
-    UNAUTHORIZED = "UNAUTHORIZED"
-    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
-    NOT_FOUND = "NOT_FOUND"
-    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
-    SESSION_BUSY = "SESSION_BUSY"
-    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
-    LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
-    INTERNAL_ERROR = "INTERNAL_ERROR"
-    LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
-    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
-    INVALID_OUTPUT = "INVALID_OUTPUT"
-    LLM_TIMEOUT = "LLM_TIMEOUT"
-
-
-# Each code's status, and the sentence it is answered with unless a closer one is given.
-_ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
-    ErrorCode.INVALID_REQUEST: (400, "The request could not be understood."),
-    ErrorCode.INVALID_MAX_ROUNDS: (400, "maxRounds must be at least 1."),
-    ErrorCode.MAX_ROUNDS_EXCEEDED: (400, "maxRounds is more than MAX_ROUNDS allows."),
-    ErrorCode.DIALOG_COMPLETED: (400, "This dialog is complete; start a new session."),
-    ErrorCode.MODEL_REJECTED: (400, "The model provider refused the request."),
-    ErrorCode.UNAUTHORIZED: (401, "A valid token is required (Authorization: Bearer ...)."),
-    ErrorCode.SESSION_NOT_FOUND: (404, "The session does not exist or has expired."),
-    ErrorCode.NOT_FOUND: (404, "There is nothing at this path."),
-    ErrorCode.METHOD_NOT_ALLOWED: (405, "This path does not take that method."),
-    ErrorCode.SESSION_BUSY: (409, "Another request of this session is in progress."),
-    ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body is larger than 64 KiB."),
-    ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
-    ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
-    ErrorCode.LLM_UNAVAILABLE: (502, "The model provider is unavailable right now."),
-    ErrorCode.INVALID_OUTPUT: (
-        502,
-        "The answer did not match the requested output format, even after a repair request.",
-    ),
-    ErrorCode.SERVICE_UNAVAILABLE: (
-        503,
-        "The session's memory is unavailable right now; try again soon or start a new session.",
-    ),
-    ErrorCode.LLM_TIMEOUT: (504, "The model did not answer in time."),
-}
-ERROR_STATUS: Final = {code: status for code, (status, _) in _ERRORS.items()}
-ERROR_SENTENCE: Final = {code: sentence for code, (_, sentence) in _ERRORS.items()}
-
-#: The codes POST /api/chat can answer with; NOT_FOUND and METHOD_NOT_ALLOWED are routing's.
-CHAT_ERRORS: Final = tuple(
-    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED)
-)
-
-
-class ApiError(MembotError):
-    """An answer other than 200: a code and a sentence for people (never logged: it may
-    quote the provider, and through it the request)."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(code.value)
-        self.code = code
-        self.message = message or ERROR_SENTENCE[code]
-
-    @property
-    def status(self) -> int:
-        return ERROR_STATUS[self.code]
-
-    def body(self) -> dict[str, Any]:
-        return ErrorResponse(error=self.message, code=self.code).model_dump(mode="json")
 
 
 class ChatRequest(BaseModel):
@@ -185,15 +112,6 @@ class ChatResponse(BaseModel):
     round: int = Field(ge=1, description="The round this answer is.")
     max_rounds: int = Field(ge=1, description="The session's number of rounds.")
     session_id: uuid.UUID = Field(description="Send it back to continue the session.")
-
-
-class ErrorResponse(BaseModel):
-    model_config = ConfigDict(
-        title="ErrorResponse", json_schema_serialization_defaults_required=True
-    )
-
-    error: str = Field(description="What went wrong, in a sentence for people.")
-    code: ErrorCode
 
 
 class Health(BaseModel):

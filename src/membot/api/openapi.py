@@ -9,16 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
-from membot.api.models import (
-    CHAT_ERRORS,
-    ERROR_SENTENCE,
-    ERROR_STATUS,
-    ChatRequest,
-    ChatResponse,
-    ErrorCode,
-    ErrorResponse,
-    Health,
-)
+from membot.api.errors import CHAT_ERRORS, ERROR_SENTENCE, ERROR_STATUS, ErrorCode, ErrorResponse
+from membot.api.models import ChatRequest, ChatResponse, Health
 
 _REF = "#/components/schemas/{model}"
 _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [

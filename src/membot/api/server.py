@@ -24,35 +24,15 @@ from typing import Any
 
 from aiohttp import web
 
-from membot.api.models import (
-    MAX_BODY_BYTES,
-    ApiError,
-    ChatResponse,
-    ErrorCode,
-    Health,
-    parse_chat_request,
-)
+from membot.api.errors import ApiError, ErrorCode, api_error, http_error
+from membot.api.models import MAX_BODY_BYTES, ChatResponse, Health, parse_chat_request
 from membot.api.openapi import build_document
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.session_sweep import SessionSweeper, sweep_interval
-from membot.core.sessions import (
-    DialogCompleted,
-    InvalidMaxRounds,
-    MaxRoundsExceeded,
-    SessionError,
-    SessionNotFound,
-    Sessions,
-)
-from membot.errors import Busy, Unavailable
+from membot.core.sessions import Sessions
+from membot.errors import MembotError
 from membot.listen import listen
-from membot.llm.errors import (
-    LLMError,
-    LLMInvalidOutput,
-    LLMRateLimited,
-    LLMRejected,
-    LLMTimeout,
-)
 from membot.wiring import Core, build_core, shutdown_grace
 
 log = logging.getLogger("membot.api")
@@ -65,8 +45,6 @@ _SESSION = web.RequestKey("membot_session", str)
 _ROUND = web.RequestKey("membot_round", int)
 _CODE = web.RequestKey("membot_code", str)
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-# Provider refusals that are about our own account, not the client's request.
-_OUR_ACCOUNT = frozenset({401, 402, 403})
 
 
 class ApiServer:
@@ -134,18 +112,11 @@ class ApiServer:
             request[_SESSION] = str(parsed.session_id)
         try:
             reply = await self.sessions.chat(parsed.to_session_request())
-        except SessionError as exc:
-            raise _session_error(exc) from None
-        except LLMError as exc:  # before Unavailable: LLMUnavailable is both
-            raise _llm_error(exc) from None
-        except Busy:
-            raise ApiError(ErrorCode.SESSION_BUSY) from None
-        except Unavailable:
-            # The storage is down (STORAGE=redis): the request names a session, or nothing
-            # can be answered without Redis (QUEUE=redis). Never an internal error.
-            raise ApiError(
-                ErrorCode.SERVICE_UNAVAILABLE, None if parsed.session_id else _NO_STORAGE
-            ) from None
+        except MembotError as exc:
+            error = api_error(exc, names_session=parsed.session_id is not None)
+            if error is None:
+                raise  # ours to fix: INTERNAL_ERROR, logged by the envelope
+            raise error from None
         request[_SESSION] = str(reply.session_id)
         request[_ROUND] = reply.round
         response = ChatResponse(
@@ -185,7 +156,7 @@ class ApiServer:
             response = _error_response(exc)
             request[_CODE] = exc.code.value
         except web.HTTPException as exc:  # routing: unknown path, wrong method
-            error = _http_error(exc)
+            error = http_error(exc)
             response = _error_response(error)
             if "Allow" in exc.headers:
                 response.headers["Allow"] = exc.headers["Allow"]
@@ -245,48 +216,6 @@ def _error_response(error: ApiError) -> web.Response:
     return response
 
 
-def _http_error(exc: web.HTTPException) -> ApiError:
-    code = _ROUTING.get(exc.status)
-    if code is None:
-        code = ErrorCode.INVALID_REQUEST if exc.status < 500 else ErrorCode.INTERNAL_ERROR
-    return ApiError(code)
-
-
-def _session_error(exc: SessionError) -> ApiError:
-    code = _SESSION_CODES[type(exc)]
-    # The round limits name their bound; the other sentences are fixed.
-    return ApiError(code, f"{exc}." if code in _ROUND_LIMITS else None)
-
-
-def _llm_error(exc: LLMError) -> ApiError:
-    if isinstance(exc, LLMRejected) and exc.status not in _OUR_ACCOUNT:
-        reason = exc.reason or "no reason given"
-        return ApiError(
-            ErrorCode.MODEL_REJECTED, f"The model provider refused the request: {reason}"
-        )
-    # Unavailable, or a refusal of our own credentials: nothing the client can fix.
-    code = next((c for kind, c in _LLM_CODES if isinstance(exc, kind)), ErrorCode.LLM_UNAVAILABLE)
-    return ApiError(code)
-
-
-_ROUTING = {
-    404: ErrorCode.NOT_FOUND,
-    405: ErrorCode.METHOD_NOT_ALLOWED,
-    413: ErrorCode.PAYLOAD_TOO_LARGE,
-}
-_SESSION_CODES: dict[type[SessionError], ErrorCode] = {
-    SessionNotFound: ErrorCode.SESSION_NOT_FOUND,
-    DialogCompleted: ErrorCode.DIALOG_COMPLETED,
-    InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
-    MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
-}
-_NO_STORAGE = "The storage is unavailable right now; try again soon."
-_ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
-_LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
-    (LLMRateLimited, ErrorCode.LLM_RATE_LIMITED),
-    (LLMTimeout, ErrorCode.LLM_TIMEOUT),
-    (LLMInvalidOutput, ErrorCode.INVALID_OUTPUT),
-)
 # -- `membot api` ------------------------------------------------------------------------------
 
 

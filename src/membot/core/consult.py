@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 
 ROUND_NOTE = (
     "This conversation is a consultation: Round {round} of {max_rounds}. Ask the user the "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from membot.core.consult import RoundPlan, clamp_rounds
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 
 
 @dataclass(slots=True)

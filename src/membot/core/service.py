@@ -21,7 +21,7 @@ from membot.core.turnlock import ConversationBusy, TurnLocks
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 from membot.usage import OverLimit, Quota, charged_to
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.base import Health, StorageUnavailable
-from membot.memory.models import ChatMeta, ConversationState, SessionConfig
+from membot.memory.models import ChatMeta
+from membot.memory.state import ConversationState, SessionConfig
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from membot.core.consult import RoundPlan
 from membot.ids import ConversationId
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 
 if TYPE_CHECKING:
     from membot.llm.model import CallOptions

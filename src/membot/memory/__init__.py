@@ -3,14 +3,8 @@
 from membot.memory.base import ChatRepository
 from membot.memory.files import FileRepository
 from membot.memory.inmemory import MemoryRepository
-from membot.memory.models import (
-    ChatContext,
-    ChatMeta,
-    ConversationState,
-    Message,
-    SessionConfig,
-    Summary,
-)
+from membot.memory.models import ChatContext, ChatMeta, Message, Summary
+from membot.memory.state import ConversationState, SessionConfig
 
 __all__ = [
     "ChatContext",

@@ -7,7 +7,8 @@ from typing import Protocol, runtime_checkable
 
 from membot.errors import Unavailable
 from membot.ids import ConversationId
-from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message
+from membot.memory.models import ChatContext, ChatMeta, Message
+from membot.memory.state import ConversationState
 
 
 class StorageUnavailable(Unavailable):

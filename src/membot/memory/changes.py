@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from membot.ids import ConversationId
 from membot.memory.base import ChatRepository
-from membot.memory.models import ConversationState, Message
+from membot.memory.models import Message
+from membot.memory.state import ConversationState
 
 OPS = frozenset({"append", "set_state", "add_fact", "remove_facts", "reset"})
 

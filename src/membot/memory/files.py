@@ -54,15 +54,9 @@ from membot.memory.layout import (
     remove,
     write_meta,
 )
-from membot.memory.models import (
-    ChatContext,
-    ChatMeta,
-    ConversationState,
-    Message,
-    Summary,
-    iso,
-)
+from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso
 from membot.memory.smallfiles import read_facts, write_json
+from membot.memory.state import ConversationState
 
 log = logging.getLogger(__name__)
 

@@ -10,14 +10,8 @@ from dataclasses import dataclass, field, replace
 
 from membot.clock import utc_now
 from membot.ids import ConversationId
-from membot.memory.models import (
-    ChatContext,
-    ChatMeta,
-    ConversationState,
-    Message,
-    Summary,
-    new_generation,
-)
+from membot.memory.models import ChatContext, ChatMeta, Message, Summary, new_generation
+from membot.memory.state import ConversationState
 
 
 @dataclass

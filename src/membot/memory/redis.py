@@ -33,15 +33,7 @@ from redis.typing import EncodableT
 from membot.clock import utc_now
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
 from membot.memory.base import StorageUnavailable
-from membot.memory.models import (
-    ChatContext,
-    ChatMeta,
-    ConversationState,
-    Message,
-    Summary,
-    iso,
-    new_generation,
-)
+from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso, new_generation
 from membot.memory.redis_client import call
 from membot.memory.redis_layout import (
     ADD_FACT,
@@ -58,6 +50,7 @@ from membot.memory.redis_layout import (
     fact_texts,
     meta_from_hash,
 )
+from membot.memory.state import ConversationState
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,10 @@ from membot.ids import API, ConversationId
 from membot.memory.base import ChatRepository, CheckedAtStart, StorageUnavailable
 from membot.memory.changes import Change, replay, write_turn
 from membot.memory.health import FAILURES, TRANSIENT, RedisHealth
-from membot.memory.models import ChatContext, ChatMeta, ConversationState, Message, new_generation
+from membot.memory.models import ChatContext, ChatMeta, Message, new_generation
 from membot.memory.redis import new_turn_token
 from membot.memory.spool import Spool
+from membot.memory.state import ConversationState
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

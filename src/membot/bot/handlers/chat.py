@@ -17,7 +17,7 @@ from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 from membot.usage import OverLimit
 
 log = logging.getLogger(__name__)

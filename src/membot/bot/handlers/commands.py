@@ -14,7 +14,7 @@ from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.base import ChatRepository
-from membot.memory.models import ConversationState
+from membot.memory.state import ConversationState
 
 
 def consultation_note(words: texts.Texts, state: ConversationState) -> str:

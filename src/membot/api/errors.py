@@ -1,0 +1,162 @@
+"""The API's errors on the wire: each stable code with its status and sentence, the JSON
+body `{"error", "code"}`, and what each failure becomes. Front doors catch families, not
+every class: `Busy` is 409 SESSION_BUSY, `Unavailable` (the storage) 503 SERVICE_UNAVAILABLE,
+an `LLMError` its provider code, a `SessionError` its own."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from membot.core.sessions import (
+    DialogCompleted,
+    InvalidMaxRounds,
+    MaxRoundsExceeded,
+    SessionError,
+    SessionNotFound,
+)
+from membot.errors import Busy, MembotError, Unavailable
+from membot.llm.errors import LLMError, LLMInvalidOutput, LLMRateLimited, LLMRejected, LLMTimeout
+
+
+class ErrorCode(StrEnum):
+    INVALID_REQUEST = "INVALID_REQUEST"
+    INVALID_MAX_ROUNDS = "INVALID_MAX_ROUNDS"
+    MAX_ROUNDS_EXCEEDED = "MAX_ROUNDS_EXCEEDED"
+    DIALOG_COMPLETED = "DIALOG_COMPLETED"
+    MODEL_REJECTED = "MODEL_REJECTED"
+    UNAUTHORIZED = "UNAUTHORIZED"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    NOT_FOUND = "NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    SESSION_BUSY = "SESSION_BUSY"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
+    INVALID_OUTPUT = "INVALID_OUTPUT"
+    LLM_TIMEOUT = "LLM_TIMEOUT"
+
+
+# Each code's status, and the sentence it is answered with unless a closer one is given.
+_ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
+    ErrorCode.INVALID_REQUEST: (400, "The request could not be understood."),
+    ErrorCode.INVALID_MAX_ROUNDS: (400, "maxRounds must be at least 1."),
+    ErrorCode.MAX_ROUNDS_EXCEEDED: (400, "maxRounds is more than MAX_ROUNDS allows."),
+    ErrorCode.DIALOG_COMPLETED: (400, "This dialog is complete; start a new session."),
+    ErrorCode.MODEL_REJECTED: (400, "The model provider refused the request."),
+    ErrorCode.UNAUTHORIZED: (401, "A valid token is required (Authorization: Bearer ...)."),
+    ErrorCode.SESSION_NOT_FOUND: (404, "The session does not exist or has expired."),
+    ErrorCode.NOT_FOUND: (404, "There is nothing at this path."),
+    ErrorCode.METHOD_NOT_ALLOWED: (405, "This path does not take that method."),
+    ErrorCode.SESSION_BUSY: (409, "Another request of this session is in progress."),
+    ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body is larger than 64 KiB."),
+    ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
+    ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
+    ErrorCode.LLM_UNAVAILABLE: (502, "The model provider is unavailable right now."),
+    ErrorCode.INVALID_OUTPUT: (
+        502,
+        "The answer did not match the requested output format, even after a repair request.",
+    ),
+    ErrorCode.SERVICE_UNAVAILABLE: (
+        503,
+        "The session's memory is unavailable right now; try again soon or start a new session.",
+    ),
+    ErrorCode.LLM_TIMEOUT: (504, "The model did not answer in time."),
+}
+ERROR_STATUS: Final = {code: status for code, (status, _) in _ERRORS.items()}
+ERROR_SENTENCE: Final = {code: sentence for code, (_, sentence) in _ERRORS.items()}
+
+#: The codes POST /api/chat can answer with; NOT_FOUND and METHOD_NOT_ALLOWED are routing's.
+CHAT_ERRORS: Final = tuple(
+    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED)
+)
+
+
+class ApiError(MembotError):
+    """An answer other than 200: a code and a sentence for people (never logged: it may
+    quote the provider, and through it the request)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(code.value)
+        self.code = code
+        self.message = message or ERROR_SENTENCE[code]
+
+    @property
+    def status(self) -> int:
+        return ERROR_STATUS[self.code]
+
+    def body(self) -> dict[str, Any]:
+        return ErrorResponse(error=self.message, code=self.code).model_dump(mode="json")
+
+
+class ErrorResponse(BaseModel):
+    model_config = ConfigDict(
+        title="ErrorResponse", json_schema_serialization_defaults_required=True
+    )
+
+    error: str = Field(description="What went wrong, in a sentence for people.")
+    code: ErrorCode
+
+
+def api_error(exc: MembotError, *, names_session: bool) -> ApiError | None:
+    """What a failure of POST /api/chat answers; None for one that is ours to fix (500)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, SessionError):
+        code = _SESSION_CODES[type(exc)]
+        # The round limits name their bound; the other sentences are fixed.
+        return ApiError(code, f"{exc}." if code in _ROUND_LIMITS else None)
+    if isinstance(exc, LLMError):  # before Unavailable: LLMUnavailable is both
+        return llm_error(exc)
+    if isinstance(exc, Busy):
+        return ApiError(ErrorCode.SESSION_BUSY)
+    if isinstance(exc, Unavailable):
+        # The storage is down (STORAGE=redis): the request names a session, or nothing can
+        # be answered without Redis (QUEUE=redis). Never an internal error.
+        return ApiError(ErrorCode.SERVICE_UNAVAILABLE, None if names_session else _NO_STORAGE)
+    return None
+
+
+def http_error(exc: web.HTTPException) -> ApiError:
+    code = _ROUTING.get(exc.status)
+    if code is None:
+        code = ErrorCode.INVALID_REQUEST if exc.status < 500 else ErrorCode.INTERNAL_ERROR
+    return ApiError(code)
+
+
+def llm_error(exc: LLMError) -> ApiError:
+    if isinstance(exc, LLMRejected) and exc.status not in _OUR_ACCOUNT:
+        reason = exc.reason or "no reason given"
+        return ApiError(
+            ErrorCode.MODEL_REJECTED, f"The model provider refused the request: {reason}"
+        )
+    # Unavailable, or a refusal of our own credentials: nothing the client can fix.
+    code = next((c for kind, c in _LLM_CODES if isinstance(exc, kind)), ErrorCode.LLM_UNAVAILABLE)
+    return ApiError(code)
+
+
+# Provider refusals that are about our own account, not the client's request.
+_OUR_ACCOUNT = frozenset({401, 402, 403})
+_ROUTING = {
+    404: ErrorCode.NOT_FOUND,
+    405: ErrorCode.METHOD_NOT_ALLOWED,
+    413: ErrorCode.PAYLOAD_TOO_LARGE,
+}
+_SESSION_CODES: dict[type[SessionError], ErrorCode] = {
+    SessionNotFound: ErrorCode.SESSION_NOT_FOUND,
+    DialogCompleted: ErrorCode.DIALOG_COMPLETED,
+    InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
+    MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
+}
+_NO_STORAGE = "The storage is unavailable right now; try again soon."
+_ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
+_LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
+    (LLMRateLimited, ErrorCode.LLM_RATE_LIMITED),
+    (LLMTimeout, ErrorCode.LLM_TIMEOUT),
+    (LLMInvalidOutput, ErrorCode.INVALID_OUTPUT),
+)

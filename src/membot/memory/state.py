@@ -1,0 +1,119 @@
+"""Where a conversation stands (chat, or a consultation and its round; its language, model
+and persona) and what an HTTP API session's first request fixed. Stored with the turn that
+changes it (memory/base.py `append`), in every backend alike."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+def opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+Mode = Literal["chat", "consultation"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """What an HTTP API session's first request fixed for all its rounds."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+    max_tokens: int | None = None
+    output_format: Literal["text", "json"] = "text"
+    output_schema: dict[str, Any] | None = None
+    disable_search: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "max_tokens": self.max_tokens,
+            "output_format": self.output_format,
+            "output_schema": self.output_schema,
+            "disable_search": self.disable_search,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
+        output_format: Literal["text", "json"] = (
+            "json" if data.get("output_format") == "json" else "text"
+        )
+        schema = data.get("output_schema")
+        return cls(
+            model=opt_str(data.get("model")),
+            system_prompt=opt_str(data.get("system_prompt")),
+            max_tokens=opt_int(data.get("max_tokens")),
+            output_format=output_format,
+            output_schema=dict(schema) if schema is not None else None,
+            disable_search=bool(data.get("disable_search", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    """Where the conversation stands: plain chat, or a consultation of `max_rounds` rounds.
+
+    `round` counts the answered rounds of the current (or, in chat mode, the last)
+    consultation; `complete` says the last one ended with its final answer. `session` is set
+    for HTTP API sessions only.
+    """
+
+    mode: Mode = "chat"
+    round: int = 0
+    max_rounds: int = 0
+    initial_request: str = ""
+    complete: bool = False
+    session: SessionConfig | None = None
+    # The conversation's language (an ISO 639-1 code), detected once from its first user
+    # message or set with /language; None until then.
+    language: str | None = None
+    # The chat's own model (/model) and system prompt (/persona); None: the defaults.
+    model: str | None = None
+    persona: str | None = None
+
+    @property
+    def consulting(self) -> bool:
+        return self.mode == "consultation"
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "mode": self.mode,
+            "round": self.round,
+            "max_rounds": self.max_rounds,
+            "initial_request": self.initial_request,
+            "complete": self.complete,
+        }
+        if self.session is not None:
+            data["session"] = self.session.to_dict()
+        if self.language is not None:
+            data["language"] = self.language
+        if self.model is not None:
+            data["model"] = self.model
+        if self.persona is not None:
+            data["persona"] = self.persona
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConversationState:
+        mode = data.get("mode", "chat")
+        if mode not in ("chat", "consultation"):
+            raise ValueError("bad conversation mode")
+        session = data.get("session")
+        return cls(
+            mode=mode,
+            round=int(data.get("round", 0)),
+            max_rounds=int(data.get("max_rounds", 0)),
+            initial_request=str(data.get("initial_request", "")),
+            complete=bool(data.get("complete", False)),
+            session=SessionConfig.from_dict(session) if session is not None else None,
+            language=opt_str(data.get("language")),
+            model=opt_str(data.get("model")),
+            persona=opt_str(data.get("persona")),
+        )
