@@ -14,6 +14,7 @@
     │   ├── IntakeUnavailable       an update cannot be kept now (Telegram sends it again)
     │   └── LLMUnavailable          the model provider is down (also an LLMError)
     ├── LLMError                    the model could not give an answer (llm/errors.py has its tree)
+    ├── MediaError                  a file a user sent cannot be used (media/errors.py has its tree)
     ├── ToolError                   a tool failed: its message goes back to the model, not the user
     ├── SessionError                an API request that cannot go on (core/sessions.py)
     ├── OverLimit                   a budget or the rate limit refuses the turn

@@ -1,5 +1,6 @@
 """Local HTTP fakes of the Telegram Bot API and an OpenAI-compatible LLM endpoint."""
 
+from tests.fakes.openai_media import Transcription
 from tests.fakes.openai_server import FakeLLM, Reply, Responder
 from tests.fakes.telegram import (
     BOT_ID,
@@ -19,5 +20,6 @@ __all__ = [
     "Reply",
     "Responder",
     "SentMessage",
+    "Transcription",
     "utf16_len",
 ]

@@ -30,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.openai_media import MediaEndpoints
 from tests.fakes.server import LocalServer
 
 log = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ def _tokens(chars: int) -> int:
     return (chars + 3) // 4
 
 
-class FakeLLM(LocalServer):
+class FakeLLM(MediaEndpoints, LocalServer):
     """Fake Chat Completions server. ``async with FakeLLM(api_key=...) as llm:``."""
 
     #: Substring (case-insensitive) of a system message that marks a summarization request.
@@ -222,12 +223,14 @@ class FakeLLM(LocalServer):
         self._ids = itertools.count(1)
         self._cond = asyncio.Condition()
         self._stopped = asyncio.Event()
+        self._init_media()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        self.add_media_routes(app)  # /v1/models, /v1/audio/transcriptions
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         return app
 

@@ -27,6 +27,7 @@ from typing import Any, TypedDict, Unpack
 from aiohttp import web
 
 from tests.fakes.server import LocalServer
+from tests.fakes.telegram_files import FileError, FileStore
 from tests.fakes.telegram_webhook import Delivery, WebhookSender
 
 log = logging.getLogger(__name__)
@@ -812,12 +813,15 @@ class FakeTelegram(LocalServer):
         self.edits: list[dict[str, Any]] = []
         self._admins: dict[int, list[int]] = {}
         self._callback_ids = itertools.count(1)
+        # Files: bytes registered by tests (add_file), served by getFile and /file/bot<token>/.
+        self.files = FileStore()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._download)
         return app
 
     def _on_start(self) -> None:
@@ -1010,27 +1014,79 @@ class FakeTelegram(LocalServer):
         return self.push_update({"message": message})
 
     def push_photo(
-        self, chat_id: int, *, caption: str | None = None, **options: Unpack[MessageOptions]
+        self,
+        chat_id: int,
+        *,
+        caption: str | None = None,
+        data: bytes | None = None,
+        width: int = 1280,
+        height: int = 1280,
+        **options: Unpack[MessageOptions],
     ) -> int:
+        """A photo in two sizes; with ``data``, its larger size is those bytes (getFile)."""
         message = self._incoming(chat_id, options)
+        large = self.files.add(data, "photo") if data is not None else self._file("photo")
         message["photo"] = [
             {**self._file("photo"), "width": 90, "height": 90, "file_size": 1_200},
-            {**self._file("photo"), "width": 1280, "height": 1280, "file_size": 98_000},
+            {"file_size": 98_000, **large, "width": width, "height": height},
         ]
         if caption is not None:
             message["caption"] = caption
         return self.push_update({"message": message})
 
     def push_voice(
-        self, chat_id: int, *, duration: int = 3, **options: Unpack[MessageOptions]
+        self,
+        chat_id: int,
+        *,
+        duration: int = 3,
+        data: bytes | None = None,
+        **options: Unpack[MessageOptions],
     ) -> int:
+        """A voice message; with ``data``, those bytes can be downloaded (getFile)."""
         message = self._incoming(chat_id, options)
+        file = self.files.add(data, "voice") if data is not None else self._file("voice")
         message["voice"] = {
-            **self._file("voice"),
+            "file_size": 6_000 * duration,
+            **file,
             "duration": duration,
             "mime_type": "audio/ogg",
-            "file_size": 6_000 * duration,
         }
+        return self.push_update({"message": message})
+
+    def push_video_note(
+        self,
+        chat_id: int,
+        data: bytes,
+        *,
+        duration: int = 3,
+        length: int = 240,
+        **options: Unpack[MessageOptions],
+    ) -> int:
+        """A round video note of ``data`` (an MP4)."""
+        message = self._incoming(chat_id, options)
+        file = self.files.add(data, "video_note")
+        message["video_note"] = {**file, "duration": duration, "length": length}
+        return self.push_update({"message": message})
+
+    def push_document(
+        self,
+        chat_id: int,
+        data: bytes,
+        *,
+        file_name: str,
+        mime_type: str | None = None,
+        caption: str | None = None,
+        **options: Unpack[MessageOptions],
+    ) -> int:
+        """A file sent as a document (a PDF, a text file, an image sent uncompressed)."""
+        message = self._incoming(chat_id, options)
+        document: dict[str, Any] = {**self.files.add(data, "document", file_name)}
+        document["file_name"] = file_name
+        if mime_type is not None:
+            document["mime_type"] = mime_type
+        message["document"] = document
+        if caption is not None:
+            message["caption"] = caption
         return self.push_update({"message": message})
 
     def push_callback(
@@ -1315,6 +1371,7 @@ class FakeTelegram(LocalServer):
             ("sendMessage", self._send_message),
             ("sendChatAction", self._send_chat_action),
             ("getChatAdministrators", self._get_chat_administrators),
+            ("getFile", self._get_file),
             ("answerCallbackQuery", self._answer_callback_query),
             ("editMessageText", self._edit_message_text),
             ("setMyCommands", self._set_my_commands),
@@ -1332,6 +1389,31 @@ class FakeTelegram(LocalServer):
 
     async def _get_me(self, params: dict[str, Any]) -> dict[str, Any]:
         return dict(self.bot_user)
+
+    def add_file(self, data: bytes, kind: str = "document", file_name: str = "") -> dict[str, Any]:
+        """Register ``data`` for getFile and download; the message's file fields."""
+        return self.files.add(data, kind, file_name)
+
+    async def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.files.get_file(params.get("file_id"))
+        except FileError as exc:
+            raise _ApiError(exc.status, exc.description) from None
+
+    async def _download(self, request: web.Request) -> web.Response:
+        self.calls.append("download")
+        self._call_counts["download"] += 1
+        self._notifier.notify()
+        if request.match_info["token"] != self.token:
+            return web.json_response(
+                {"ok": False, "error_code": 401, "description": "Unauthorized"}, status=401
+            )
+        data = self.files.download(request.match_info["path"])
+        if data is None:
+            return web.json_response(
+                {"ok": False, "error_code": 404, "description": "Not Found"}, status=404
+            )
+        return web.Response(body=data, content_type="application/octet-stream")
 
     async def _set_webhook(self, params: dict[str, Any]) -> bool:
         url = params.get("url")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +26,7 @@ from aiogram.methods import GetUpdates
 from aiogram.types import BotCommand, Message, MessageEntity, ReplyParameters, Update
 from openai.types.chat import ChatCompletionUserMessageParam
 
-from tests.fakes import BOT_ID, BOT_USERNAME, FakeLLM, FakeTelegram, Reply
+from tests.fakes import BOT_ID, BOT_USERNAME, FakeLLM, FakeTelegram, Reply, Transcription
 
 TOKEN = "4242:TEST-TOKEN"
 API_KEY = "sk-test"
@@ -535,3 +536,130 @@ async def test_reply_reports_another_model(llm: FakeLLM, client: openai.AsyncOpe
     echoed = await client.chat.completions.create(model="openrouter/auto", messages=[user("x")])
     assert (routed.model, routed.choices[0].message.content) == ("vendor/concrete-model", "routed")
     assert echoed.model == "openrouter/auto"
+
+
+# ---- files: getFile and downloads ------------------------------------------------------------
+
+
+async def test_registered_files_download_through_aiogram(tg: FakeTelegram, bot: Bot) -> None:
+    voice = tg.add_file(b"OggS voice bytes", "voice")
+    assert voice["file_size"] == len(b"OggS voice bytes")
+    file = await bot.get_file(voice["file_id"])
+    assert file.file_path is not None and file.file_path.endswith(".oga")
+    downloaded = await bot.download(voice["file_id"])
+    assert downloaded is not None and downloaded.read() == b"OggS voice bytes"
+    assert tg.files.downloads == [voice["file_id"]]
+
+
+async def test_get_file_refuses_what_telegram_refuses(tg: FakeTelegram, bot: Bot) -> None:
+    big = tg.add_file(b"\0" * (20 * 1024 * 1024 + 1), "document", "big.pdf")
+    with pytest.raises(TelegramBadRequest, match="file is too big"):
+        await bot.get_file(big["file_id"])
+    with pytest.raises(TelegramBadRequest, match="invalid file_id"):
+        await bot.get_file("no-such-file")
+    # Exactly 20 MB is still allowed.
+    limit = tg.add_file(b"\0" * (20 * 1024 * 1024), "document", "limit.bin")
+    assert (await bot.get_file(limit["file_id"])).file_size == 20 * 1024 * 1024
+    assert tg.files.downloads == []
+
+
+async def test_downloads_need_the_token_and_a_known_path(tg: FakeTelegram) -> None:
+    doc = tg.add_file(b"%PDF-1.4 ...", "document", "a.pdf")
+    path = tg.files.get_file(doc["file_id"])["file_path"]
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{tg.base_url}/file/bot{TOKEN}/{path}") as ok:
+            assert ok.status == 200 and await ok.read() == b"%PDF-1.4 ..."
+        async with http.get(f"{tg.base_url}/file/bot1:WRONG/{path}") as wrong:
+            assert wrong.status == 401
+        async with http.get(f"{tg.base_url}/file/bot{TOKEN}/documents/nothing.pdf") as gone:
+            assert gone.status == 404
+    assert tg.files.downloads == [doc["file_id"]]
+
+
+async def test_pushed_media_carry_downloadable_files(tg: FakeTelegram, bot: Bot) -> None:
+    tg.push_voice(7, data=b"voice", duration=2)
+    tg.push_video_note(7, b"round video")
+    tg.push_document(7, b"a,b\n1,2\n", file_name="t.csv", mime_type="text/csv", caption="see")
+    tg.push_photo(7, data=b"jpeg bytes", width=800, height=600)
+    updates = await bot(GetUpdates(offset=0, timeout=0))
+    voice, note, document, photo = (u.message for u in updates if u.message)
+    assert voice.voice and voice.voice.duration == 2 and voice.voice.file_size == 5
+    assert note.video_note and (await bot.download(note.video_note.file_id)).read() == (  # type: ignore[union-attr]
+        b"round video"
+    )
+    assert document.document and document.document.file_name == "t.csv"
+    assert document.document.mime_type == "text/csv" and document.caption == "see"
+    assert photo.photo and (photo.photo[-1].width, photo.photo[-1].height) == (800, 600)
+    assert (await bot.download(photo.photo[-1].file_id)).read() == b"jpeg bytes"  # type: ignore[union-attr]
+
+
+# ---- the model list and speech-to-text -----------------------------------------------------
+
+
+async def test_model_list_reports_input_modalities(
+    llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    llm.models = {"vision/model": ["text", "image"], "text/model": ["text"]}
+    listed = await client.get("/models", cast_to=object)
+    assert isinstance(listed, dict)
+    modalities = {m["id"]: m["architecture"]["input_modalities"] for m in listed["data"]}
+    assert modalities == {"vision/model": ["text", "image"], "text/model": ["text"]}
+    llm.models_status = 503
+    with pytest.raises(openai.InternalServerError):
+        await client.get("/models", cast_to=object)
+    assert llm.model_list_requests == 2
+
+
+async def test_transcriptions_answer_text_and_usage(
+    llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    audio = {"data": base64.b64encode(b"12345").decode(), "format": "ogg"}
+    body = {"model": "openai/whisper-1", "input_audio": audio}
+    default = await client.post("/audio/transcriptions", body=body, cast_to=object)
+    assert default == {"text": "TRANSCRIPT: 5 bytes of ogg", "usage": {"cost": 0.0001}}
+    llm.script_transcription(
+        Transcription(text="hello", cost=0.0005, seconds=9.2),
+        Transcription(text="tokens", cost=0.0002, input_tokens=80, output_tokens=20),
+        Transcription(status=429, error_message="slow down"),
+    )
+    by_time = await client.post("/audio/transcriptions", body=body, cast_to=object)
+    assert by_time == {"text": "hello", "usage": {"cost": 0.0005, "seconds": 9.2}}
+    by_tokens = await client.post("/audio/transcriptions", body=body, cast_to=object)
+    assert by_tokens == {
+        "text": "tokens",
+        "usage": {"cost": 0.0002, "input_tokens": 80, "output_tokens": 20, "total_tokens": 100},
+    }
+    with pytest.raises(openai.RateLimitError):
+        await client.post("/audio/transcriptions", body=body, cast_to=object)
+    assert [r["input_audio"]["format"] for r in llm.transcription_requests] == ["ogg"] * 4
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"input_audio": {"data": "AAAA", "format": "ogg"}}, "model"),
+        ({"model": "m"}, "input_audio"),
+        ({"model": "m", "input_audio": {"data": "not base64!", "format": "ogg"}}, "base64"),
+        (
+            {"model": "m", "input_audio": {"data": "data:audio/ogg;base64,AA", "format": "ogg"}},
+            "data URI",
+        ),
+        ({"model": "m", "input_audio": {"data": "AAAA", "format": "opus"}}, "format"),
+    ],
+)
+async def test_transcriptions_validate_the_body(
+    llm: FakeLLM, client: openai.AsyncOpenAI, body: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(openai.BadRequestError, match=problem):
+        await client.post("/audio/transcriptions", body=body, cast_to=object)
+    assert llm.transcription_requests == []
+
+
+async def test_transcriptions_need_the_key(llm: FakeLLM) -> None:
+    wrong = openai.AsyncOpenAI(base_url=llm.base_url, api_key="sk-wrong", max_retries=0)
+    body = {"model": "m", "input_audio": {"data": "AAAA", "format": "ogg"}}
+    try:
+        with pytest.raises(openai.AuthenticationError):
+            await wrong.post("/audio/transcriptions", body=body, cast_to=object)
+    finally:
+        await wrong.close()

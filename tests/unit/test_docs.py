@@ -51,6 +51,7 @@ GROUP_HEADINGS = {
     "limits": "Limits",
     "tools": "Tools",
     "conversation": "Conversation",
+    "media": "Media",
 }
 
 

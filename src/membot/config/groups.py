@@ -111,3 +111,13 @@ class ConversationSettings:
     system_prompt: str
     consult_rounds: int
     max_rounds: int
+
+
+@dataclass(frozen=True, slots=True)
+class MediaSettings:
+    """Voice, images and documents: the transcription model and the limits of each."""
+
+    transcription_model: str
+    max_audio_seconds: int
+    max_images_in_prompt: int
+    document_prompt_chars: int

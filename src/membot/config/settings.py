@@ -16,6 +16,7 @@ from membot.config.groups import (
     ConversationSettings,
     LimitSettings,
     LlmSettings,
+    MediaSettings,
     QueueSettings,
     RedisSettings,
     StorageSettings,
@@ -127,6 +128,11 @@ class Settings(BaseSettings):
     telegram_chat_burst: int = Field(default=3, ge=1, le=100)
     telegram_group_rate: float = Field(default=20.0, gt=0, le=60_000)
     telegram_bot_rate: float = Field(default=30.0, gt=0, le=10_000)
+    # Voice, images and documents (membot.media).
+    transcription_model: str = Field(default="openai/whisper-1", min_length=1, pattern=r"^\S+$")
+    max_audio_seconds: int = Field(default=600, ge=1, le=24 * 3600)
+    max_images_in_prompt: int = Field(default=4, ge=0, le=50)
+    document_prompt_chars: int = Field(default=20_000, ge=1_000, le=1_000_000)
 
     @model_validator(mode="after")
     def _scale_out(self) -> Settings:
@@ -262,4 +268,13 @@ class Settings(BaseSettings):
             system_prompt=self.system_prompt,
             consult_rounds=self.consult_rounds,
             max_rounds=self.max_rounds,
+        )
+
+    @property
+    def media(self) -> MediaSettings:
+        return MediaSettings(
+            transcription_model=self.transcription_model,
+            max_audio_seconds=self.max_audio_seconds,
+            max_images_in_prompt=self.max_images_in_prompt,
+            document_prompt_chars=self.document_prompt_chars,
         )

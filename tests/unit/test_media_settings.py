@@ -1,0 +1,43 @@
+"""The media settings: their defaults, their variables and their checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from membot.config import ConfigError, MediaSettings, load_settings
+
+BASE = {"openrouter_api_key": "k", "telegram_bot_token": "1:t"}
+
+
+def test_defaults_in_the_media_group() -> None:
+    settings = load_settings(_env_file=None, **BASE)
+    assert settings.media == MediaSettings(
+        transcription_model="openai/whisper-1",
+        max_audio_seconds=600,
+        max_images_in_prompt=4,
+        document_prompt_chars=20_000,
+    )
+
+
+def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRANSCRIPTION_MODEL", "openai/gpt-4o-mini-transcribe")
+    monkeypatch.setenv("MAX_AUDIO_SECONDS", "120")
+    monkeypatch.setenv("MAX_IMAGES_IN_PROMPT", "0")
+    monkeypatch.setenv("DOCUMENT_PROMPT_CHARS", "5000")
+    media = load_settings(_env_file=None, **BASE).media
+    assert media == MediaSettings("openai/gpt-4o-mini-transcribe", 120, 0, 5000)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("transcription_model", ""),
+        ("transcription_model", "two words"),
+        ("max_audio_seconds", "0"),
+        ("max_images_in_prompt", "-1"),
+        ("document_prompt_chars", "10"),
+    ],
+)
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name.upper()):
+        load_settings(_env_file=None, **BASE, **{name: value})
