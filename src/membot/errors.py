@@ -6,16 +6,19 @@
     ├── InvalidConversationId       an id that no path or key may be made from (ValueError)
     ├── CorruptRecord               a stored line that cannot be read back (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
-    │   └── ConversationBusy        another turn holds the conversation, in this process or
-    │                               another (core/turnlock.py; an API session's: 409)
+    │   ├── ConversationBusy        another turn holds the conversation, in this process or
+    │   │                           another (core/turnlock.py; an API session's: 409)
+    │   └── SourceConflict          another process polls this bot (Telegram's 409)
     ├── Unavailable                 a server membot needs cannot be reached now
     │   ├── StorageUnavailable      the storage (Redis) did not answer (memory/base.py; the
     │   │                           API: 503, with QUEUE=redis the update is tried again)
     │   ├── IntakeUnavailable       an update cannot be kept now (Telegram sends it again)
+    │   ├── SourceUnavailable       Telegram could not be reached: poll again later
     │   └── LLMUnavailable          the model provider is down (also an LLMError)
     ├── LLMError                    the model could not give an answer (llm/errors.py has its tree)
     ├── MediaError                  a file a user sent cannot be used (media/errors.py has its tree)
     ├── ToolError                   a tool failed: its message goes back to the model, not the user
+    │   └── CalcError               an expression the calculator refuses
     ├── SessionError                an API request that cannot go on (core/sessions.py)
     ├── OverLimit                   a budget or the rate limit refuses the turn
     ├── ApiError                    an HTTP request answered with a JSON error and a stable code

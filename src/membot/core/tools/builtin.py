@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
-from membot.core.tools.calc import CalcError, evaluate, format_number
+from membot.core.tools.calc import evaluate, format_number
 from membot.core.tools.context import TurnContext
 from membot.llm.tools.registry import ToolError, ToolRegistry
 from membot.search import format_hits
@@ -124,10 +124,7 @@ async def calculate(expression: Annotated[str, Field(min_length=1, max_length=50
     Args:
         expression: The expression, e.g. "(1250 * 0.13) + sqrt(144)".
     """
-    try:
-        return format_number(evaluate(expression))
-    except CalcError as exc:
-        raise ToolError(str(exc)) from None
+    return format_number(evaluate(expression))  # a CalcError is a ToolError: to the model
 
 
 @builtin.tool

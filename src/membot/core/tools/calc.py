@@ -13,14 +13,17 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from membot.llm.tools.registry import ToolError
+
 MAX_EXPRESSION_CHARS = 500
 MAX_POWER_EXPONENT = 10_000
 MAX_INT_BITS = 4_096
 MAX_DEPTH = 50
 
 
-class CalcError(ValueError):
-    """The expression is not allowed or cannot be computed; the message says why."""
+class CalcError(ToolError):
+    """The expression is not allowed or cannot be computed; the message says why, and goes
+    back to the model as the tool's error."""
 
 
 Number = int | float
