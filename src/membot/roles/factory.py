@@ -44,11 +44,14 @@ class Parts:
 
 
 def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None = None) -> Parts:
+    if role == "api":  # no Telegram part at all: roles/api.py
+        raise ValueError("`membot api` serves the HTTP API alone (membot.roles.api)")
     if role in ("receive", "worker") and settings.queue.backend != "redis":
         raise ValueError(f"`membot {role}` needs QUEUE=redis")
     core = core or build_core(settings)
     stream = settings.queue.backend == "redis"
-    app = MembotApp(settings, core, passing=transient if stream else _never)
+    # With the stream, a failure that passes is left to the runner to try again.
+    app = MembotApp(settings, core, passing=transient) if stream else MembotApp(settings, core)
     client: Redis | None = None
     intake: Intake
     name = ""
@@ -85,10 +88,6 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
 
         api = ApiServer(settings, core)
     return Parts(settings, role, core, app, intake, source, runner, api)
-
-
-def _never(exc: BaseException) -> bool:
-    return False
 
 
 def _stream(core: Core, settings: Settings, name: str, *, takes: bool) -> tuple[Redis, Intake]:
