@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from membot.config import Settings
+    from membot.config import TelegramSettings
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +51,12 @@ class Rates:
     bot: Rule
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Rates:
-        burst = settings.telegram_chat_burst
-        bot_rate = settings.telegram_bot_rate
+    def of(cls, telegram: TelegramSettings) -> Rates:
+        burst = telegram.chat_burst
+        bot_rate = telegram.bot_rate
         return cls(
-            chat=Rule.per_second(settings.telegram_chat_rate, burst),
-            group=Rule.per_second(settings.telegram_group_rate / 60.0, burst),
+            chat=Rule.per_second(telegram.chat_rate, burst),
+            group=Rule.per_second(telegram.group_rate / 60.0, burst),
             # The bot-wide limit is per second: up to a second's worth may go at once.
             bot=Rule.per_second(bot_rate, max(1, int(bot_rate))),
         )
@@ -227,9 +227,10 @@ class RedisLimits:
             log.info("Telegram rate limits: shared through Redis again")
 
 
-def build_limits(settings: Settings, client: Redis | None) -> Limits:
-    """Shared through Redis when every process answers from one queue (QUEUE=redis)."""
-    rates = Rates.from_settings(settings)
-    if client is not None and settings.queue.backend == "redis":
-        return RedisLimits(client, settings.redis_prefix, rates)
+def build_limits(telegram: TelegramSettings, shared: tuple[Redis, str] | None) -> Limits:
+    """Telegram's limits; `shared` (a Redis client and the key prefix) when every process
+    answers from one queue (QUEUE=redis) and so must count the same sends."""
+    rates = Rates.of(telegram)
+    if shared is not None:
+        return RedisLimits(shared[0], shared[1], rates)
     return LocalLimits(rates)

@@ -90,7 +90,9 @@ def build_agent(
             every=settings.summary_every,
             language=settings.summary_language,
             # With Redis, one summary per conversation across all processes.
-            lease=summary_lease(settings, redis, health),
+            lease=summary_lease(
+                redis, settings.redis.prefix, llm_timeout=settings.llm.timeout, health=health
+            ),
         ),
         window_size=settings.window_size,
         tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
@@ -203,7 +205,8 @@ def build_core(
     (a scripted model, the in-memory backend), `clock` the time budgets are counted in."""
     redis, health = build_redis(settings) if settings.storage.backend == "redis" else (None, None)
     repository = repository or build_repository(settings, redis, health)
-    ledger, quota = build_usage(settings, redis, clock, health)
+    shared = (redis, settings.redis.prefix) if redis is not None else None
+    ledger, quota = build_usage(settings.limits, settings.data_dir, shared, clock, health)
     # Every call, summaries and tool rounds included, is charged to the turn's user and chat.
     model = MeteredModel(model or build_model(settings), ledger, clock)
     tasks = TaskSupervisor()

@@ -28,7 +28,7 @@ def rates(**overrides: float) -> Rates:
     }
     values.update(overrides)
     settings = Settings.model_validate({"openrouter_api_key": "sk-test", **values})
-    return Rates.from_settings(settings)
+    return Rates.of(settings.telegram)
 
 
 class Clock:

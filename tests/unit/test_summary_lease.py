@@ -24,6 +24,7 @@ from membot.memory import MemoryRepository, Message
 from membot.memory.health import RedisHealth
 from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
+from membot.wiring import build_core
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CID = ConversationId.telegram(77)
@@ -153,26 +154,28 @@ async def test_redis_unreachable_skips_the_summary(caplog: pytest.LogCaptureFixt
     assert model.requests == []
 
 
-async def test_the_factory_gives_a_redis_lease_only_with_redis_storage(tmp_path: Path) -> None:
+async def test_the_wiring_gives_a_redis_lease_only_with_redis_storage(tmp_path: Path) -> None:
     base = {
         "telegram_bot_token": "1:x",
         "openrouter_api_key": "k",
         "data_dir": tmp_path,
         "llm_timeout": 20.0,
     }
-    files = load_settings(_env_file=None, **base)
-    settings = load_settings(_env_file=None, **base, storage="redis", redis_prefix="membot-test:x:")
-    client = create_client(REDIS_URL)
+    files = build_core(load_settings(_env_file=None, **base))
+    redis = build_core(
+        load_settings(_env_file=None, **base, storage="redis", redis_prefix="membot-test:x:")
+    )
     try:
-        assert summary_lease(files, client) is None
-        assert summary_lease(settings, None) is None  # no client: a test's own repository
-        lease = summary_lease(settings, client)  # the process's client, given by the wiring
+        assert files.agent.summarizer.lease is None  # one process per DATA_DIR
+        lease = redis.agent.summarizer.lease
         assert isinstance(lease, RedisSummaryLease)
-        assert lease.client is client
+        assert lease.client is redis.redis  # the process's one client
         assert lease.key(CID) == "membot-test:x:lease:summary:tg:77"
-        assert lease.timeout == lease_timeout(settings) == 20.0 * 3 + 30
+        assert lease.timeout == lease_timeout(20.0) == 20.0 * 3 + 30
+        assert summary_lease(None, "membot-test:x:", llm_timeout=20.0) is None
     finally:
-        await client.aclose()
+        await files.aclose()
+        await redis.aclose()
 
 
 async def test_no_lease_is_asked_for_while_redis_is_known_to_be_down(make_repo: MakeRepo) -> None:

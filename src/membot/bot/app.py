@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
@@ -36,6 +36,9 @@ from membot.bot.throttle import Throttle
 from membot.config import Settings
 from membot.ratelimit import build_limits
 from membot.wiring import Core
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,9 @@ class MembotApp:
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
         # Telegram's limits on sending: shared by every process through Redis with QUEUE=redis.
-        self.bot.session.middleware(Throttle(build_limits(settings, core.redis)))
+        self.bot.session.middleware(
+            Throttle(build_limits(settings.telegram, _shared(settings, core)))
+        )
         # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
             disable_fsm=True,
@@ -145,3 +150,10 @@ class MembotApp:
 
     async def close(self) -> None:
         await self.bot.session.close()
+
+
+def _shared(settings: Settings, core: Core) -> tuple[Redis, str] | None:
+    """Telegram's limits are counted in Redis when processes answer from one queue."""
+    if core.redis is None or settings.queue.backend != "redis":
+        return None
+    return core.redis, settings.redis.prefix

@@ -25,7 +25,6 @@ from membot.memory.base import Health
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from membot.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -95,18 +94,16 @@ class RedisSummaryLease:
                 log.debug("%s: summary lease not released (%s)", cid, type(exc).__name__)
 
 
-def lease_timeout(settings: Settings) -> float:
-    return settings.llm_timeout * LEASE_CALLS + LEASE_MARGIN
+def lease_timeout(llm_timeout: float) -> float:
+    return llm_timeout * LEASE_CALLS + LEASE_MARGIN
 
 
 def summary_lease(
-    settings: Settings, client: Redis | None, health: Health | None = None
+    client: Redis | None, prefix: str, *, llm_timeout: float, health: Health | None = None
 ) -> SummaryLease | None:
-    """The summary lease for these settings: with STORAGE=redis, a Redis lease on the
-    process's client (membot.wiring); None otherwise (the files backend has one process per
-    DATA_DIR)."""
-    if settings.storage.backend != "redis" or client is None:
+    """The summary lease: with STORAGE=redis (the wiring gives the process's one client only
+    then), a Redis lease on that client; None otherwise (the files backend has one process
+    per DATA_DIR)."""
+    if client is None:
         return None
-    return RedisSummaryLease(
-        client, settings.redis_prefix, timeout=lease_timeout(settings), health=health
-    )
+    return RedisSummaryLease(client, prefix, timeout=lease_timeout(llm_timeout), health=health)

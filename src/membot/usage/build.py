@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock
@@ -13,41 +14,47 @@ from membot.usage.quota import Limits, Quota, RateWindow
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from membot.config import Settings
+    from membot.config import LimitSettings
     from membot.memory.health import RedisHealth
 
 log = logging.getLogger(__name__)
 
 
-def limits_of(settings: Settings) -> Limits:
+def limits_of(limits: LimitSettings) -> Limits:
     return Limits(
-        daily=settings.user_daily_budget,
-        monthly=settings.user_monthly_budget,
-        rate=settings.user_rate_limit,
-        admins=settings.admin_user_ids,
+        daily=limits.user_daily_budget,
+        monthly=limits.user_monthly_budget,
+        rate=limits.user_rate_limit,
+        admins=limits.admin_user_ids,
     )
 
 
 def build_usage(
-    settings: Settings, client: Redis | None, clock: Clock, health: RedisHealth | None = None
+    limits: LimitSettings,
+    data_dir: Path,
+    redis: tuple[Redis, str] | None,
+    clock: Clock,
+    health: RedisHealth | None = None,
 ) -> tuple[UsageLedger, Quota]:
     """With Redis (the process's one client, membot.wiring) the counters are shared by every
     process (the limits hold exactly across them); with files they are this process's. With
     the health object (QUEUE=local), charges made while Redis is down are spooled."""
     window: RateWindow | None = None
     ledger: UsageLedger
-    if client is not None:
+    rate = limits.user_rate_limit
+    if redis is not None:
         from membot.usage.redis import RedisLedger, RedisRateWindow
 
-        ledger = RedisLedger(client, settings.redis_prefix)
+        client, prefix = redis
+        ledger = RedisLedger(client, prefix)
         if health is not None:  # the bot answers through outages: so does accounting
             from membot.usage.spooled import SpooledLedger
 
-            ledger = SpooledLedger(ledger, health, settings.data_dir)
-        if settings.user_rate_limit is not None:
-            window = RedisRateWindow(client, settings.redis_prefix, settings.user_rate_limit)
+            ledger = SpooledLedger(ledger, health, data_dir)
+        if rate is not None:
+            window = RedisRateWindow(client, prefix, rate)
     else:
-        ledger = FileLedger(settings.data_dir)
-        if settings.user_rate_limit is not None:
-            window = LocalRateWindow(settings.user_rate_limit)
-    return ledger, Quota(limits_of(settings), ledger, window, clock)
+        ledger = FileLedger(data_dir)
+        if rate is not None:
+            window = LocalRateWindow(rate)
+    return ledger, Quota(limits_of(limits), ledger, window, clock)
