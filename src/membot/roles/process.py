@@ -30,6 +30,7 @@ class Process:
         self.source = self.parts.source
         self.runner = self.parts.runner
         self._stopped = asyncio.Event()
+        self._intake_open = True
 
     async def run(self, *, handle_signals: bool = True) -> None:
         await self.start()
@@ -86,7 +87,9 @@ class Process:
                 await p.api.stop_accepting()
             if p.runner is not None:
                 await p.runner.stop(grace)
-            await p.intake.stop()
+            # The stream's shards go to the other workers at once, the journal's done marks
+            # to the disk; then the API's requests and the summaries finish.
+            await self._close_intake()
             await p.core.service.wait_idle(grace)
         finally:
             await self._release()
@@ -97,12 +100,18 @@ class Process:
         try:
             if p.source is not None:
                 await p.source.stop()
-            await p.intake.close()  # the stream's client is the core's, closed with it
+            await self._close_intake()  # the stream's client is the core's, closed with it
             if p.api is not None:
                 await p.api.close()
             await p.core.aclose()
         finally:
             await p.app.close()
+
+    async def _close_intake(self) -> None:
+        if self._intake_open:
+            self._intake_open = False
+            await self.parts.intake.stop()
+            await self.parts.intake.close()
 
 
 @contextlib.contextmanager
