@@ -1,0 +1,119 @@
+"""The runner over the file journal (QUEUE=local), without the bot: each chat's updates in
+order, chats side by side, every update done once handled (a failed one too: the journal
+does not retry, the bot apologised), and everything put answered before the runner stops.
+
+tests/unit/test_queue.py runs the same runner over the Redis stream."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membot.bot.app import COMMANDS
+from membot.core.service import ConversationService
+from membot.intake.contract import Entry
+from membot.intake.journal import INBOX, Journal
+from membot.intake.runner import Runner
+from membot.memory.inmemory import MemoryRepository
+
+
+def text(update_id: int, chat: int, words: str = "hi") -> dict[str, Any]:
+    message = {
+        "message_id": update_id,
+        "date": 0,
+        "chat": {"id": chat, "type": "private"},
+        "text": words,
+    }
+    return {"update_id": update_id, "message": message}
+
+
+class Handler:
+    """Records (chat, update id); a chat in `held` waits until released; `fail` raises."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+        self.held: dict[str, asyncio.Event] = {}
+        self.fail: set[int] = set()
+        self.changed = asyncio.Event()
+
+    async def __call__(self, entry: Entry) -> None:
+        if entry.update_id in self.fail:
+            raise RuntimeError("a handler bug")
+        self.seen.append((entry.chat, entry.update_id))
+        self.changed.set()
+        gate = self.held.get(entry.chat)
+        if gate is not None:
+            await gate.wait()
+
+    async def wait_for(self, count: int) -> None:
+        async with asyncio.timeout(10):
+            while len(self.seen) < count:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+@pytest.fixture
+async def journal(tmp_path: Path) -> Journal:
+    return Journal(tmp_path, commands=COMMANDS)
+
+
+@pytest.fixture
+async def handler() -> Handler:
+    return Handler()
+
+
+@pytest.fixture
+async def runner(journal: Journal, handler: Handler) -> AsyncIterator[Runner]:
+    repository = MemoryRepository()
+    service = ConversationService(None, repository, consult_rounds=3, max_rounds=10)  # type: ignore[arg-type]
+    made = Runner(journal, handler, turns=service, repository=repository)
+    await journal.start()
+    await made.start()
+    yield made
+    await made.stop(grace=5)
+    await journal.close()
+
+
+async def test_a_chat_in_order_and_chats_side_by_side(
+    journal: Journal, handler: Handler, runner: Runner, tmp_path: Path
+) -> None:
+    handler.held["1"] = asyncio.Event()  # chat 1's first answer takes its time
+    await journal.put([text(1, 1), text(2, 2), text(3, 1), text(4, 2)])
+    await handler.wait_for(3)
+    assert handler.seen == [("1", 1), ("2", 2), ("2", 4)]  # chat 2 did not wait for chat 1
+    handler.held["1"].set()
+    await handler.wait_for(4)
+    assert [u for c, u in handler.seen if c == "1"] == [1, 3]
+    await runner.stop(grace=5)
+    assert (tmp_path / INBOX).read_text() == ""  # every update done: nothing to replay
+
+
+async def test_a_failed_update_is_done_and_the_chat_goes_on(
+    journal: Journal, handler: Handler, runner: Runner, tmp_path: Path, caplog: Any
+) -> None:
+    handler.fail.add(1)
+    with caplog.at_level(logging.ERROR, logger="membot.intake.runner"):
+        await journal.put([text(1, 1), text(2, 1)])
+        await handler.wait_for(1)
+        await runner.stop(grace=5)
+    assert handler.seen == [("1", 2)]  # not tried again
+    assert "update 1 failed (RuntimeError)" in caplog.text
+    assert (tmp_path / INBOX).read_text() == ""
+
+
+async def test_everything_put_is_answered_before_the_runner_stops(
+    journal: Journal, handler: Handler, runner: Runner
+) -> None:
+    handler.held["1"] = asyncio.Event()
+    await journal.put([text(1, 1), text(2, 1), text(3, 1)])
+    await handler.wait_for(1)
+    stopping = asyncio.create_task(runner.stop(grace=5))
+    await asyncio.sleep(0)  # stop() begins while the first turn is in progress
+    handler.held["1"].set()
+    await stopping
+    assert handler.seen == [("1", 1), ("1", 2), ("1", 3)]  # the journal leaves nothing behind
