@@ -25,17 +25,17 @@ BENCH = "parts"
 
 # (label, file suffix, function name, what it is)
 PARTS: tuple[tuple[str, str, str, str], ...] = (
-    ("whole turn", "membot/agent.py", "respond", "context read to answer sent"),
+    ("whole turn", "core/agent.py", "respond", "context read to answer sent"),
     ("context read", "memory/files.py", "context", "the window, summary, facts, meta"),
     ("append (fdatasync)", "memory/files.py", "append", "the turn and its state, durable"),
-    ("prompt", "llm/prompt.py", "build_system", "system prompt with facts and tools"),
+    ("prompt", "core/prompt.py", "build_system", "system prompt with facts and tools"),
     ("model call", "llm/client.py", "complete", "the openai client, request to parsed reply"),
     ("usage record", "usage/files.py", "record", "the charge, counted and queued"),
     ("render", "bot/render.py", "render", "Markdown to Telegram entities"),
     ("send", "bot/render.py", "send_markdown", "sendMessage, paced"),
     ("pacing", "membot/ratelimit.py", "acquire", "Telegram's limits (GCRA)"),
     ("typing", "aiogram/utils/chat_action.py", "__aenter__", "the typing indicator starts"),
-    ("summary", "llm/summarizer.py", "maybe_summarize", "one summary per 20 messages"),
+    ("summary", "core/summarizer.py", "maybe_summarize", "one summary per 20 messages"),
 )
 
 

@@ -184,6 +184,22 @@ def test_every_benchmark_section_has_words_on_the_page() -> None:
     assert [s.name for s in SECTIONS] == list(sections)
 
 
+def test_every_profiled_part_names_a_function_that_exists() -> None:
+    # bench/parts.py finds its parts in cProfile's table by file suffix and function name: a
+    # module moved without it (the turn into core/) silently reads as 0 ms on the page.
+    import aiogram
+    from bench.parts import PARTS
+
+    roots = [ROOT / "src", Path(aiogram.__file__).parent.parent]
+    gone = []
+    for label, suffix, name, _ in PARTS:
+        files = [f for root in roots for f in root.rglob(Path(suffix).name)]
+        found = [f for f in files if f.as_posix().endswith(suffix)]
+        if not any(re.search(rf"def {name}\(", f.read_text()) for f in found):
+            gone.append(f"{label}: {suffix} {name}")
+    assert not gone, f"bench/parts.py names parts that are not there: {gone}"
+
+
 def test_the_readme_stays_short() -> None:
     lines = read("README.md").count("\n")
     assert lines <= 250, f"README.md has {lines} lines: move the detail into docs/"
