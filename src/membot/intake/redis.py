@@ -21,7 +21,7 @@ import os
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
@@ -224,7 +224,7 @@ class StreamIntake:
             return []
         return self._hold(e for e in entries if e.shard in self.owned | self._draining)
 
-    def _hold(self, entries: Any) -> list[Entry]:
+    def _hold(self, entries: Iterable[Entry]) -> list[Entry]:
         held = list(entries)
         for entry in held:
             self._in_hand[entry.shard] += 1

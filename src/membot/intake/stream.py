@@ -1,7 +1,7 @@
 """The update queue in Redis Streams (QUEUE=redis): what the receiver adds and workers take.
 
 Updates are spread over `QUEUE_SHARDS` streams by chat, `{REDIS_PREFIX}q:s:<n>`, each read
-through one consumer group, `workers`. A shard is read by one worker at a time (queue/shards.py
+through one consumer group, `workers`. A shard is read by one worker at a time (intake/shards.py
 hands them out), so a chat's updates reach one worker, in the order they were added.
 
 Each update also leaves a mark, `{REDIS_PREFIX}q:u:<update_id>`, for a day (as long as Telegram
