@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypedDict
 
 from tests.fakes import FakeLLM, FakeTelegram, SentMessage
 
+from bench.report import format_number
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
 from membot.roles.process import Process
@@ -138,23 +139,6 @@ def normalize_row(raw: dict[str, Any], default_benchmark: str) -> dict[str, Any]
     return out
 
 
-def format_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        magnitude = abs(value)
-        if magnitude >= 100:
-            return f"{value:,.0f}"
-        if magnitude >= 10:
-            return f"{value:.1f}"
-        return f"{value:.3f}" if magnitude < 1 else f"{value:.2f}"
-    return "" if value is None else str(value)
-
-
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     headers = ("benchmark", "case", "metric", "value", "unit", "target", "ok")
     cells = [
@@ -162,7 +146,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
             str(r.get("benchmark", "")),
             str(r.get("case", "")),
             str(r.get("metric", "")),
-            format_value(r.get("value")),
+            format_number(r.get("value")),
             str(r.get("unit", "")),
             str(r.get("target", "")),
             {True: "yes", False: "NO", None: ""}[r.get("ok")],
