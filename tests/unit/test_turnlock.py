@@ -116,7 +116,7 @@ async def test_a_lock_left_by_a_killed_process_expires(prefix: str) -> None:
 
 
 class Breaker:
-    """Stands in for Redis's health object (memory.base.Health, memory/health.py)."""
+    """Stands in for Redis's health object (memory.base.StorageHealth, memory/health.py)."""
 
     def __init__(self) -> None:
         self.failures: list[BaseException] = []

@@ -36,7 +36,7 @@ from membot.config.types import (
     RedisUrl,
     Storage,
     TelegramMode,
-    ToolMode,
+    ToolModeKind,
     ToolNames,
     UserIds,
     WebhookSecret,
@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     # Messages to the model per user in any 60 seconds; None: no limit.
     user_rate_limit: OptionalInt = Field(default=None, ge=1, le=100_000)
     log_level: LogLevel = "INFO"
-    tool_mode: ToolMode = "native"
+    tool_mode: ToolModeKind = "native"
     tool_max_iterations: int = Field(default=10, ge=1, le=50)
     tool_timeout: float = Field(default=30.0, gt=0, le=600)
     # None means "every built-in tool"; an empty TOOLS= switches tools off.

@@ -127,7 +127,7 @@ Storage = Annotated[Literal["files", "redis"], BeforeValidator(_lowercase)]
 RedisUrl = Annotated[SecretStr, AfterValidator(_redis_url)]
 QueueKind = Annotated[Literal["local", "redis"], BeforeValidator(_lowercase)]
 TelegramMode = Annotated[Literal["polling", "webhook"], BeforeValidator(_lowercase)]
-ToolMode = Annotated[Literal["native", "hermes"], BeforeValidator(_lowercase)]
+ToolModeKind = Annotated[Literal["native", "hermes"], BeforeValidator(_lowercase)]
 LogLevel = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_uppercase)
 ]

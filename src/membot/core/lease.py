@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 from membot.ids import ConversationId
-from membot.memory.base import Health
+from membot.memory.base import StorageHealth
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -44,7 +44,7 @@ class RedisSummaryLease:
     """The lease as a Redis key with an owner token: SET NX PX, owner-checked release."""
 
     def __init__(
-        self, client: Redis, prefix: str, *, timeout: float, health: Health | None = None
+        self, client: Redis, prefix: str, *, timeout: float, health: StorageHealth | None = None
     ) -> None:
         self.client = client
         self.prefix = prefix
@@ -99,7 +99,7 @@ def lease_timeout(llm_timeout: float) -> float:
 
 
 def summary_lease(
-    client: Redis | None, prefix: str, *, llm_timeout: float, health: Health | None = None
+    client: Redis | None, prefix: str, *, llm_timeout: float, health: StorageHealth | None = None
 ) -> SummaryLease | None:
     """The summary lease: with STORAGE=redis (the wiring gives the process's one client only
     then), a Redis lease on that client; None otherwise (the files backend has one process

@@ -27,7 +27,7 @@ from membot.errors import MembotError
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
-from membot.memory.base import Health, StorageUnavailable
+from membot.memory.base import StorageHealth, StorageUnavailable
 from membot.memory.models import ChatMeta
 from membot.memory.state import ConversationState, SessionConfig
 
@@ -92,7 +92,7 @@ class Sessions:
         max_rounds: int,
         web_search: bool,
         clock: Clock = utc_now,
-        health: Health | None = None,
+        health: StorageHealth | None = None,
     ) -> None:
         self.service = service
         self.repository = service.repository

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from membot.errors import Busy
 from membot.ids import ConversationId
-from membot.memory.base import Health
+from membot.memory.base import StorageHealth
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -63,7 +63,7 @@ class RedisTurnLocks:
         *,
         timeout: float = 30.0,
         poll: float = 0.05,
-        health: Health | None = None,
+        health: StorageHealth | None = None,
         budget: float = 0.5,
     ) -> None:
         self.client = client

@@ -19,7 +19,7 @@ class StorageUnavailable(Unavailable):
 
 
 @runtime_checkable
-class Health(Protocol):
+class StorageHealth(Protocol):
     """Whether the storage's server answers now (memory/health.py `RedisHealth`, the circuit
     breaker): a user of Redis that can do without it asks first and reports its failures."""
 
