@@ -90,7 +90,8 @@ class MembotApp:
         # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
             disable_fsm=True,
-            settings=settings,
+            llm=settings.llm,
+            conversation=settings.conversation,
             service=core.service,
             repository=core.repository,
             ledger=core.ledger,

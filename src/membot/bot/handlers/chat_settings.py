@@ -20,7 +20,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from membot.bot import texts
 from membot.bot.filters import Inline
 from membot.bot.handlers.chat import chat_state
-from membot.config import Settings
+from membot.config import LlmSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.usage import Quota, UsageLedger
@@ -95,15 +95,15 @@ def build_router() -> Router:
         command: CommandObject,
         bot: Bot,
         service: ConversationService,
-        settings: Settings,
+        llm: LlmSettings,
         admins: ChatAdmins,
     ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
-        current = own_model(state.model, settings)
+        current = own_model(state.model, llm)
         asked = (command.args or "").strip()
         if not asked:
-            keyboard = model_keyboard(settings.model_choices, current)
+            keyboard = model_keyboard(llm.model_choices, current)
             await message.answer(
                 words.MODEL_IS.format(model=current), reply_markup=keyboard.as_markup()
             )
@@ -112,11 +112,11 @@ def build_router() -> Router:
         if not await admins.may_change(bot, message.chat, user.id if user else None):
             await message.answer(words.ADMINS_ONLY)
             return
-        if asked not in settings.model_choices:
-            choices = ", ".join(settings.model_choices)
+        if asked not in llm.model_choices:
+            choices = ", ".join(llm.model_choices)
             await message.answer(words.MODEL_UNKNOWN.format(model=asked[:100], choices=choices))
             return
-        await _set_model(service, message.chat.id, asked, settings)
+        await _set_model(service, message.chat.id, asked, llm)
         await message.answer(words.MODEL_SET.format(model=asked))
 
     @router.callback_query(ModelChoice.filter(), Inline(F.message))
@@ -125,7 +125,7 @@ def build_router() -> Router:
         callback_data: ModelChoice,
         bot: Bot,
         service: ConversationService,
-        settings: Settings,
+        llm: LlmSettings,
         admins: ChatAdmins,
     ) -> None:
         message = query.message
@@ -137,12 +137,12 @@ def build_router() -> Router:
         if not await admins.may_change(bot, message.chat, query.from_user.id):
             await query.answer(words.ADMINS_ONLY, show_alert=True)
             return
-        choices = settings.model_choices
+        choices = llm.model_choices
         if not 0 <= callback_data.index < len(choices):  # a button from an older MODELS
             await query.answer(words.MODEL_UNKNOWN.format(model="?", choices=", ".join(choices)))
             return
         chosen = choices[callback_data.index]
-        await _set_model(service, message.chat.id, chosen, settings)
+        await _set_model(service, message.chat.id, chosen, llm)
         done = words.MODEL_SET.format(model=chosen)
         await query.answer(done)
         # Cosmetic: the same button pressed twice is "message is not modified" to Telegram.
@@ -212,14 +212,14 @@ def build_router() -> Router:
     return router
 
 
-def own_model(stored: str | None, settings: Settings) -> str:
+def own_model(stored: str | None, llm: LlmSettings) -> str:
     """The model a chat uses: its own while MODELS still offers it, else the default."""
-    return stored if stored in settings.model_choices else settings.default_model
+    return stored if stored in llm.model_choices else llm.default_model
 
 
 async def _set_model(
-    service: ConversationService, chat_id: int, model: str, settings: Settings
+    service: ConversationService, chat_id: int, model: str, llm: LlmSettings
 ) -> None:
     # The default is stored as "none of its own": a later change of OPENROUTER_MODEL applies.
-    own = None if model == settings.default_model else model
+    own = None if model == llm.default_model else model
     await service.set_model(ConversationId.telegram(chat_id), own)

@@ -9,7 +9,7 @@ from aiogram.types import Message
 from membot.bot import texts
 from membot.bot.handlers.chat import chat_state
 from membot.bot.render import send_markdown, send_plain, topic_of
-from membot.config import Settings
+from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
@@ -34,10 +34,14 @@ def build_router() -> Router:
         await message.answer(words.START + consultation_note(words, state))
 
     @router.message(Command("help"))
-    async def help_(message: Message, service: ConversationService, settings: Settings) -> None:
+    async def help_(
+        message: Message, service: ConversationService, conversation: ConversationSettings
+    ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
-        text = words.HELP.format(rounds=settings.consult_rounds, max_rounds=settings.max_rounds)
+        text = words.HELP.format(
+            rounds=conversation.consult_rounds, max_rounds=conversation.max_rounds
+        )
         await message.answer(text + consultation_note(words, state))
 
     @router.message(Command("reset"))
@@ -85,14 +89,14 @@ def build_router() -> Router:
         bot: Bot,
         repository: ChatRepository,
         service: ConversationService,
-        settings: Settings,
+        conversation: ConversationSettings,
     ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
         note = consultation_note(words, state)
         text = await repository.get_summary(ConversationId.telegram(message.chat.id))
         if not text:
-            await message.answer(words.NO_SUMMARY.format(every=settings.summary_every) + note)
+            await message.answer(words.NO_SUMMARY.format(every=conversation.summary_every) + note)
             return
         await send_markdown(
             bot,

@@ -9,7 +9,7 @@ from aiogram.types import Message
 
 from membot.bot import texts
 from membot.bot.handlers.chat import chat_state, run_turn, to_incoming
-from membot.config import Settings
+from membot.config import ConversationSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 
@@ -31,7 +31,7 @@ def build_router() -> Router:
         command: CommandObject,
         bot: Bot,
         service: ConversationService,
-        settings: Settings,
+        conversation: ConversationSettings,
     ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
@@ -42,10 +42,12 @@ def build_router() -> Router:
             return
         rounds, request = parse_consult(command.args)
         if not request:
-            await message.answer(words.CONSULT_USAGE.format(rounds=settings.consult_rounds))
+            await message.answer(words.CONSULT_USAGE.format(rounds=conversation.consult_rounds))
             return
-        if rounds is not None and not 1 <= rounds <= settings.max_rounds:
-            await message.answer(words.CONSULT_BAD_ROUNDS.format(max_rounds=settings.max_rounds))
+        if rounds is not None and not 1 <= rounds <= conversation.max_rounds:
+            await message.answer(
+                words.CONSULT_BAD_ROUNDS.format(max_rounds=conversation.max_rounds)
+            )
             return
         incoming = await to_incoming(message, bot, text=request)
         await run_turn(
