@@ -199,3 +199,56 @@ async def test_the_done_marks_are_on_disk_before_a_command_runs(tmp_path: Path) 
     assert journal(tmp_path) == [1, 2, ("done", [1])]
     assert not await inbox.fence(second)  # a text message: nothing to write
     assert journal(tmp_path) == [1, 2, ("done", [1])]
+
+
+def media(update_id: int, kind: str, *, album: str | None = None, chat: int = 5) -> dict[str, Any]:
+    """A voice, photo or document message (no text), as an update."""
+    record = raw(update_id, "", chat)
+    message = record["message"]
+    del message["text"]
+    file = {"file_id": f"f{update_id}", "file_unique_id": f"u{update_id}"}
+    if kind == "photo":
+        message["photo"] = [{**file, "width": 90, "height": 90}]
+    else:
+        message[kind] = {**file, "duration": 2} if kind == "voice" else file
+    if album is not None:
+        message["media_group_id"] = album
+    if chat < 0:
+        message["chat"] = {"id": chat, "type": "group", "title": "G"}
+    return record
+
+
+async def test_media_is_journaled_and_replayed_an_album_as_one_question(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path / "chats")
+    # The first album's turn was stored (its first part's id is the question's): not again.
+    await repo.append(
+        ConversationId.telegram(5),
+        [Message(role="user", content="", tg_message_id=3), Message(role="assistant", content="ok")],
+    )
+    inbox = Inbox(tmp_path)
+    await inbox.put(
+        [
+            media(1, "voice"),
+            media(2, "document"),
+            media(3, "photo", album="a"),
+            media(4, "photo", album="a"),
+            media(5, "photo", album="b"),
+            media(6, "photo", album="b"),
+            raw(7, "/reset"),
+        ]
+    )
+    assert journal(tmp_path) == [1, 2, 3, 4, 5, 6]
+    replay = await Inbox(tmp_path).unanswered(repo)  # after a crash
+    assert [r["update_id"] for r in replay] == [1, 2, 5, 6]
+
+
+async def test_an_albums_later_parts_in_a_group_are_kept_with_its_first(tmp_path: Path) -> None:
+    async def addressed(update: Any) -> bool:  # the first part's caption mentions the bot
+        return bool(update["message"].get("caption"))
+
+    inbox = Journal(tmp_path, commands=COMMANDS, keep=addressed)
+    first = media(1, "photo", album="a", chat=-7)
+    first["message"]["caption"] = "@bot what is this?"
+    await inbox.put([first, media(2, "photo", album="a", chat=-7)])
+    await inbox.put([media(3, "photo", album="a", chat=-7), media(4, "photo", album="z", chat=-7)])
+    assert journal(tmp_path) == [1, 2, 3]  # album z was not addressed: no trace

@@ -22,6 +22,17 @@ from membot.intake.runner import Runner
 from membot.memory.inmemory import MemoryRepository
 
 
+def photo(update_id: int, chat: int, album: str) -> dict[str, Any]:
+    message = {
+        "message_id": update_id,
+        "date": 0,
+        "chat": {"id": chat, "type": "private"},
+        "media_group_id": album,
+        "photo": [{"file_id": f"p{update_id}", "file_unique_id": "u", "width": 1, "height": 1}],
+    }
+    return {"update_id": update_id, "message": message}
+
+
 def text(update_id: int, chat: int, words: str = "hi") -> dict[str, Any]:
     message = {
         "message_id": update_id,
@@ -37,14 +48,16 @@ class Handler:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, int]] = []
+        self.albums: list[list[int]] = []  # the update ids of each call
         self.held: dict[str, asyncio.Event] = {}
         self.fail: set[int] = set()
         self.changed = asyncio.Event()
 
-    async def __call__(self, entry: Entry) -> None:
+    async def __call__(self, entry: Entry, *parts: Entry) -> None:
         if entry.update_id in self.fail:
             raise RuntimeError("a handler bug")
         self.seen.append((entry.chat, entry.update_id))
+        self.albums.append([entry.update_id, *(p.update_id for p in parts)])
         self.changed.set()
         gate = self.held.get(entry.chat)
         if gate is not None:
@@ -117,3 +130,19 @@ async def test_everything_put_is_answered_before_the_runner_stops(
     handler.held["1"].set()
     await stopping
     assert handler.seen == [("1", 1), ("1", 2), ("1", 3)]  # the journal leaves nothing behind
+
+
+async def test_an_albums_parts_are_one_call_gathered_until_none_more_comes(
+    journal: Journal, handler: Handler, runner: Runner, tmp_path: Path
+) -> None:
+    # The album's parts arrive in two batches (as Telegram may send them), a text after it.
+    await journal.put([photo(1, 1, "a"), photo(2, 1, "a")])
+    await journal.put([photo(3, 1, "a"), text(4, 1)])
+    await journal.put([photo(5, 2, "b"), photo(6, 2, "c")])  # two albums of one photo
+    await handler.wait_for(4)
+    by_chat = sorted(handler.albums)
+    assert by_chat == [[1, 2, 3], [4], [5], [6]]
+    assert handler.albums.index([1, 2, 3]) < handler.albums.index([4])  # in order
+    await runner.stop(grace=5)
+    assert (tmp_path / INBOX).read_text() == ""  # every part done
+    assert runner.handled == 6

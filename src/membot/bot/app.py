@@ -117,11 +117,20 @@ class MembotApp:
                 language_code=code or None,
             )
 
-    async def feed(self, data: str) -> None:
-        """Answer one update (Telegram's JSON). The caller holds the chat's turn: errors are
-        handled inside it (the apology goes out before the chat's next update)."""
+    async def feed(self, data: str, *parts: str) -> None:
+        """Answer one update (Telegram's JSON), or an album: its first part, with every
+        part's message as `album` for the handler (one turn, one answer). The caller holds
+        the chat's turn: errors are handled inside it (the apology goes out before the
+        chat's next update)."""
         update = Update.model_validate_json(data, context={"bot": self.bot})
-        await self.dispatcher.feed_update(self.bot, update)
+        if not parts:
+            await self.dispatcher.feed_update(self.bot, update)
+            return
+        album = [update.message] + [
+            Update.model_validate_json(part, context={"bot": self.bot}).message for part in parts
+        ]
+        messages = tuple(m for m in album if m is not None)
+        await self.dispatcher.feed_update(self.bot, update, album=messages)
 
     async def worth_keeping(self, update: Mapping[str, Any]) -> bool:
         """For the journal: only what would be answered again is kept, text (not commands,

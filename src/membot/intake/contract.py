@@ -125,3 +125,11 @@ def chat_of(update: Mapping[str, Any]) -> str:
         if key != "update_id" and isinstance(sender, dict) and isinstance(sender.get("id"), int):
             return f"u{sender['id']}"  # inline queries and the like: by their sender
     return ""
+
+
+# What a person sends that the bot reads besides text: worth keeping and answering again.
+MEDIA = ("voice", "audio", "video_note", "photo", "document")
+
+
+def has_media(message: Mapping[str, Any]) -> bool:
+    return any(key in message for key in MEDIA)

@@ -7,8 +7,10 @@ but not yet answered: Telegram never sends them again.
 So every batch is appended to `DATA_DIR/inbox.jsonl` and fdatasync'd (one sync per batch, in
 a worker thread) by `put`, before the source asks for more and before the runner takes it.
 At start-up, the journal is read back: a text message whose question is not in its chat's
-archive was never answered, and is handled again, before anything new. Commands and other
-updates are not replayed (a second `/reset` could wipe what came after the first), and
+archive was never answered, and is handled again, before anything new: text, and what the
+bot reads besides (a voice, an audio file, a video note, a photo, a document; an album's
+parts as one question, answered when any of them is). Commands and other updates are not
+replayed (a second `/reset` could wipe what came after the first), and
 Telegram's own redelivery of an update already journaled is dropped at `put`. Only updates
 that would be answered again are journaled (`keep`), and the journal is emptied whenever
 nothing in it is still being handled, so a message stays there only about as long as it is
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from membot.intake import journal_files as files
-from membot.intake.contract import Entry, IntakeUnavailable, chat_of
+from membot.intake.albums import Album, RecentAlbums, album_key
+from membot.intake.contract import Entry, IntakeUnavailable, chat_of, has_media
 from membot.intake.repeats import answered
 from membot.memory.base import ChatRepository
 
@@ -51,7 +54,8 @@ class Journal:
 
     `commands` are the bot's commands ("/reset"): never journaled nor replayed, and the done
     marks are made durable before one runs. `keep` says which other updates are worth
-    keeping (text from an allowed user, addressed to the bot); `readable` whether a record
+    keeping (text or media from an allowed user, addressed to the bot; an album's later
+    parts, which carry no caption, are kept with its first); `readable` whether a record
     of a crashed run can still be read.
     """
 
@@ -84,6 +88,7 @@ class Journal:
         self._ready: deque[Entry] = deque()
         self._arrived = asyncio.Event()
         self._commands_in_flight: set[int] = set()
+        self._albums = RecentAlbums()
 
     # -- the contract ----------------------------------------------------------------------
 
@@ -107,9 +112,14 @@ class Journal:
         lines: dict[int, bytes] = {}
         for update in fresh:
             text = _text(update)
+            message = update.get("message")
             if text is not None and self.is_command(text):
                 self._commands_in_flight.add(int(update["update_id"]))
-            elif self.replayable(text) and (self._keep is None or await self._keep(update)):
+            elif (
+                isinstance(message, dict)
+                and self.answerable(message)
+                and await self._kept(update, message)
+            ):
                 lines[int(update["update_id"])] = json.dumps(update).encode()
         try:
             await self.record(lines)
@@ -207,17 +217,18 @@ class Journal:
         return len(records)
 
     async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
-        """The journaled text messages, not marked done, whose question never reached its
+        """The journaled messages, not marked done, whose question never reached its
         chat's archive. They count as pending until handled again."""
         records, done, self._size = await asyncio.to_thread(files.read, self.path)
         self.journaled_before = frozenset(int(r["update_id"]) for r in records)
         replay: list[dict[str, Any]] = []
+        answered_albums: set[Album] = set()
         skipped = 0
         for record in records:
             if int(record["update_id"]) in done:
                 continue
             message = record.get("message")
-            if not isinstance(message, dict) or not self.replayable(message.get("text")):
+            if not isinstance(message, dict) or not self.answerable(message):
                 skipped += 1
                 continue
             if self._readable is not None and not self._readable(record):
@@ -225,8 +236,12 @@ class Journal:
                 skipped += 1
                 continue
             if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
+                if (album := album_key(message)) is not None:
+                    answered_albums.add(album)
                 continue
             replay.append(record)
+        # An album is one question: kept (with its first part's id) when any part was.
+        replay = [r for r in replay if album_key(r["message"]) not in answered_albums]
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
         if replay or skipped:
             log.warning(
@@ -247,6 +262,23 @@ class Journal:
         return (
             text.split(maxsplit=1)[0].split("@", 1)[0].lower() in self.commands if text else False
         )
+
+    def answerable(self, message: Any) -> bool:
+        """A message the bot answers: text (not a command) or a file it reads."""
+        return isinstance(message, dict) and (
+            self.replayable(message.get("text")) or has_media(message)
+        )
+
+    async def _kept(self, update: Update, message: Mapping[str, Any]) -> bool:
+        """Worth keeping (`keep`); an album's later parts go with its first."""
+        album = album_key(message)
+        if album is not None and album in self._albums:
+            return True
+        if self._keep is not None and not await self._keep(update):
+            return False
+        if album is not None:
+            self._albums.add(album)
+        return True
 
     def replayable(self, text: Any) -> bool:
         """Text the model answers, worth answering again. The bot's commands are not (a second

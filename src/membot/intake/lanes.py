@@ -1,12 +1,16 @@
 """The runner's updates in hand, in lanes: one per chat, whose updates run one after another
 in update_id order; lanes run side by side. Each update is given to `run` (the runner's
-`_handle`); once its lane lets it go (handled, left, or never started), `let_go` is told."""
+`_handle`); once its lane lets it go (handled, left, or never started), `let_go` is told.
+
+An album's parts (one update each) are gathered into the turn of its first: `gather`."""
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -37,6 +41,7 @@ class Lanes:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._ids: set[tuple[int, str]] = set()
         self._lanes: dict[str, deque[Entry]] = {}
+        self._arrived: dict[str, asyncio.Event] = {}  # set when a lane gets an update
 
     def __len__(self) -> int:
         """Updates in hand, started or not."""
@@ -54,6 +59,7 @@ class Lanes:
         start = 1 if key in self.tasks else 0
         ids = [e.update_id for e in list(lane)[start:]]
         lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
+        self._arrived.setdefault(key, asyncio.Event()).set()
         if key not in self.tasks:
             task = asyncio.create_task(self._drain(key), name=f"lane-{key}")
             task.add_done_callback(report)
@@ -85,7 +91,43 @@ class Lanes:
             lane.clear()
             del self._lanes[key]
             del self.tasks[key]
+            self._arrived.pop(key, None)
             self._freed.set()
+
+    async def gather(
+        self, entry: Entry, same: Callable[[Entry], bool], quiet: float
+    ) -> list[Entry]:
+        """The updates right after `entry` (its lane's head, started) for which `same` holds,
+        taken out of the lane once none more has come for `quiet` seconds: the other parts
+        of an album, which Telegram sends as separate updates close together. They stay in
+        hand: the caller releases each (`release`) once it is handled."""
+        key = entry.chat or f"#{entry.update_id}"
+        lane = self._lanes[key]
+        arrived = self._arrived.setdefault(key, asyncio.Event())
+
+        def parts() -> list[Entry]:
+            return list(itertools.takewhile(same, itertools.islice(lane, 1, None)))
+
+        count, last = len(parts()), time.monotonic()
+        while not self._stopping.is_set():
+            remaining = last + quiet - time.monotonic()
+            if remaining <= 0:
+                break
+            arrived.clear()
+            try:
+                await asyncio.wait_for(arrived.wait(), remaining)
+            except TimeoutError:
+                break
+            if len(parts()) > count:  # another part: wait again from now
+                count, last = len(parts()), time.monotonic()
+        taken = parts()
+        for _ in taken:
+            del lane[1]
+        return taken
+
+    def release(self, entry: Entry) -> None:
+        """An update taken out of its lane by `gather` is handled (or left)."""
+        self._release(entry)
 
     def _release(self, entry: Entry) -> None:
         self._ids.discard(entry.ref)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from membot.ids import ConversationId
-from membot.intake.contract import Entry
+from membot.intake.contract import Entry, has_media
 from membot.memory.base import ChatRepository
 
 # How far back a chat's archive is read at first to find a question whose done mark was lost.
@@ -31,8 +31,9 @@ async def answered(repository: ChatRepository, chat_id: int, message_id: int) ->
 
 
 def question_of(entry: Entry) -> tuple[int, int] | None:
-    """(chat id, message id) of a text message: what the archive may hold already."""
+    """(chat id, message id) of a message (text, a voice, a photo...): what the archive may
+    hold already."""
     message = json.loads(entry.data).get("message")
-    if not isinstance(message, dict) or not message.get("text"):
+    if not isinstance(message, dict) or not (message.get("text") or has_media(message)):
         return None
     return int(message["chat"]["id"]), int(message["message_id"])

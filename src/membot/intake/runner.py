@@ -10,6 +10,10 @@ skips a possible repeat whose question is in the chat's archive already, feeds t
 A failure that passes (Redis or the storage unreachable) leaves the update to be tried again,
 as a possible repeat, with backoff, the chat's later updates waiting behind it, when the
 intake retries (the stream); otherwise the update is done (the handler apologised already).
+
+An album (photos or documents sharing a media_group_id, one update each) is one turn: its
+first part waits in its lane until no other part has come for ALBUM_QUIET, then the parts
+are fenced, handled together and marked done in the same turn, each of them.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Protocol
 
 from membot.ids import ConversationId
+from membot.intake.albums import album_of
 from membot.intake.contract import Entry, Intake, NotHolder, transient
 from membot.intake.lanes import Lanes, report
 from membot.intake.repeats import answered, question_of
@@ -30,10 +35,17 @@ from membot.memory.base import ChatRepository
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Entry], Awaitable[None]]
+
+class Handler(Protocol):
+    """Answers one update, or an album (its parts, in order): one turn, one answer."""
+
+    def __call__(self, entry: Entry, /, *parts: Entry) -> Awaitable[None]: ...
+
 
 # Longest wait between two tries of an update that failed for a passing reason.
 MAX_BACKOFF = 10.0
+# An album's parts are gathered until none more has come for this long (seconds).
+ALBUM_QUIET = 1.0
 # With no limit on updates in hand, how many one take may bring.
 UNLIMITED = 1 << 20
 
@@ -61,12 +73,14 @@ class Runner:
         turns: Turns,
         repository: ChatRepository,
         concurrency: int | None = None,
+        album_quiet: float = ALBUM_QUIET,
     ) -> None:
         self.intake = intake
         self.handler = handler
         self.turns = turns
         self.repository = repository
         self.concurrency = concurrency
+        self.album_quiet = album_quiet
         self.handled = 0
         self._taking: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()  # set: no new update is taken
@@ -117,80 +131,103 @@ class Runner:
     # -- one update --------------------------------------------------------------------------
 
     async def _handle(self, entry: Entry) -> None:
+        parts: list[Entry] = []
+        album = album_of(entry)
+        if album is not None:
+            parts = await self.lanes.gather(entry, lambda e: album_of(e) == album, self.album_quiet)
+        try:
+            await self._handle_group([entry, *parts])
+        finally:
+            for part in parts:
+                self.lanes.release(part)
+
+    async def _handle_group(self, group: list[Entry]) -> None:
+        """One update, or an album's parts: one turn."""
         handled = acked = False
         attempt = 0
         while True:
             try:
                 if not handled:
-                    acked = await self._turn(entry)
+                    acked = await self._turn(group)
                     handled = True
                 if not acked:  # else done in its turn
-                    await self.intake.done(entry)
-                self.handled += 1
+                    await self._done(group)
+                self.handled += len(group)
                 self._up()
                 return
             except NotHolder as lost:
                 if lost.again:
-                    entry = replace(entry, redelivered=True)
+                    group = [replace(e, redelivered=True) for e in group]
                     continue
                 self.lanes.drop_queued(lost.shard)
                 return
             except Exception as exc:
                 if not self.intake.retries:  # done in its turn: the journal forgets it
-                    log.error("intake: update %s failed (%s)", entry.update_id, type(exc).__name__)
+                    log.error(
+                        "intake: update %s failed (%s)", group[0].update_id, type(exc).__name__
+                    )
                     return
                 if not transient(exc):
                     log.error(
                         "queue: update %s failed for good (%s); acknowledged",
-                        entry.update_id,
+                        group[0].update_id,
                         type(exc).__name__,
                     )
                     handled = True
                     continue
                 self._outage(exc)
-            if self._stop.is_set() or not self.intake.keeps(entry):
+            if self._stop.is_set() or not self.intake.keeps(group[0]):
                 return  # left pending: the shard's next holder takes it over
             # Tried again as a possible repeat: the failed try may have stored its turn.
-            entry = replace(entry, redelivered=True)
+            group = [replace(e, redelivered=True) for e in group]
             attempt += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), min(0.25 * 2**attempt, MAX_BACKOFF))
 
-    async def _turn(self, entry: Entry) -> bool:
+    async def _turn(self, group: list[Entry]) -> bool:
         """Inside the chat's turn: fence, repeat, handler, done. True when done in the turn
         (a handled update is acknowledged before the turn is let go, so a process that took
         its shard over and waits for the turn finds it done, whatever its kind)."""
-        async with self.turns.ordered(conversation_of(entry)):
+        async with self.turns.ordered(conversation_of(group[0])):
             try:
-                if not await self.intake.fence(entry) and not await self._repeat(entry):
-                    await self.handler(entry)
+                fresh = [e for e in group if not await self.intake.fence(e)]
+                if fresh and not await self._repeat(fresh):
+                    await self.handler(*fresh)
             except NotHolder:
                 raise
             except BaseException:
                 if not self.intake.retries:
-                    await self.intake.done(entry)
+                    await self._done(group)
                 raise
             try:
-                await self.intake.done(entry)
+                await self._done(group)
             except Exception as exc:
                 if not transient(exc):
                     raise
                 # Acknowledged after the turn instead, with the runner's tries.
-                log.debug("update %s: not acknowledged in its turn: %s", entry.update_id, exc)
+                log.debug("update %s: not acknowledged in its turn: %s", group[0].update_id, exc)
                 return False
             return True
 
-    async def _repeat(self, entry: Entry) -> bool:
+    async def _done(self, group: list[Entry]) -> None:
+        """An album's first part last: it is the question the archive keeps, so a crash
+        between two marks leaves it, and a repeat of the rest is recognised by it."""
+        for entry in reversed(group):
+            await self.intake.done(entry)
+
+    async def _repeat(self, group: list[Entry]) -> bool:
         """An update taken over from another process (or tried again after a failure) is
         skipped if its question is in the chat's archive: its turn was stored (the answer
-        went out, or the process died in the instant between the two)."""
-        if not entry.redelivered:
+        went out, or the process died in the instant between the two). An album is one
+        question: any part of it stored says so."""
+        if not any(e.redelivered for e in group):
             return False
-        question = question_of(entry)
-        if question is None or not await answered(self.repository, *question):
-            return False
-        log.info("update %s was answered before it was taken over", entry.update_id)
-        return True
+        for entry in group:
+            question = question_of(entry)
+            if question is not None and await answered(self.repository, *question):
+                log.info("update %s was answered before it was taken over", entry.update_id)
+                return True
+        return False
 
     def _outage(self, exc: BaseException) -> None:
         if not self._down:

@@ -72,8 +72,8 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
     runner = None
     if role != "receive":
 
-        async def feed(entry: Entry) -> None:
-            await app.feed(entry.data)
+        async def feed(entry: Entry, /, *parts: Entry) -> None:
+            await app.feed(entry.data, *(part.data for part in parts))
 
         runner = Runner(
             intake,
