@@ -223,7 +223,10 @@ async def test_media_is_journaled_and_replayed_an_album_as_one_question(tmp_path
     # The first album's turn was stored (its first part's id is the question's): not again.
     await repo.append(
         ConversationId.telegram(5),
-        [Message(role="user", content="", tg_message_id=3), Message(role="assistant", content="ok")],
+        [
+            Message(role="user", content="", tg_message_id=3),
+            Message(role="assistant", content="ok"),
+        ],
     )
     inbox = Inbox(tmp_path)
     await inbox.put(
