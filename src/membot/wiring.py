@@ -16,6 +16,7 @@ from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.agent import Agent
 from membot.core.lease import summary_lease
+from membot.core.media import MediaReader
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
 from membot.core.summarizer import Summarizer
@@ -32,8 +33,10 @@ from membot.usage import MeteredModel, Quota, UsageLedger
 from membot.usage.build import build_usage
 
 if TYPE_CHECKING:
+    from openai import AsyncOpenAI
     from redis.asyncio import Redis
 
+    from membot.media.catalog import ModelCatalog
     from membot.memory.health import RedisHealth
 
 log = logging.getLogger(__name__)
@@ -47,6 +50,9 @@ REDIS_SOCKET_TIMEOUT = 0.5
 # the socket timeout, with the 3 s any other call gets on top.
 QUEUE_CONNECT_TIMEOUT = 1.0
 QUEUE_SOCKET_TIMEOUT = 4.0
+
+# A document's text is searched in pieces about this long (a hit shows 500 characters).
+SEARCH_CHUNK_CHARS = 600
 
 # With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
 LLM_RETRIES = 2
@@ -78,6 +84,7 @@ def build_agent(
     *,
     redis: Redis | None = None,
     health: RedisHealth | None = None,
+    media: MediaReader | None = None,
 ) -> Agent:
     registry = builtin.subset(settings.enabled_tools)
     return Agent(
@@ -99,12 +106,47 @@ def build_agent(
         tool_mode=make_mode(settings.tool_mode),
         max_tool_rounds=settings.tool_max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
-        search=HistorySearch(repository, settings.data_dir),
+        search=HistorySearch(repository, settings.data_dir, chunker=_chunks),
         tasks=tasks,
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
         models=settings.model_choices,
+        media=media,
     )
+
+
+def build_media(
+    settings: Settings, ledger: UsageLedger | None, clock: Clock = utc_now
+) -> tuple[MediaReader, ModelCatalog, AsyncOpenAI]:
+    """What the turn understands uploads with: the transcriber and the model catalog over
+    one client of the provider's endpoints beside chat (the caller closes it). Connects
+    nowhere: the catalog fetches its list when started."""
+    from membot.media.catalog import ModelCatalog  # imported late: only where used
+    from membot.media.provider import provider_client
+    from membot.media.transcribe import Transcriber
+
+    client = provider_client(settings.llm, retries=LLM_RETRIES if settings.enable_retry else 0)
+    catalog = ModelCatalog(client)
+    media = settings.media
+    reader = MediaReader(
+        transcriber=Transcriber(client, media.transcription_model),
+        catalog=catalog,
+        ledger=ledger,
+        default_model=settings.default_model,
+        models=settings.model_choices,
+        max_audio_seconds=media.max_audio_seconds,
+        max_images_in_prompt=media.max_images_in_prompt,
+        document_prompt_chars=media.document_prompt_chars,
+        clock=clock,
+    )
+    return reader, catalog, client
+
+
+def _chunks(text: str) -> list[str]:
+    """A document's text in pieces for the search index: one hit shows one piece."""
+    from membot.media.text import chunk_text
+
+    return chunk_text(text, SEARCH_CHUNK_CHARS)
 
 
 def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
@@ -174,17 +216,28 @@ class Core:
     # with QUEUE=local, its health object (the breaker).
     redis: Redis | None = None
     health: RedisHealth | None = None
+    # Which models see images (fetched at start and daily), and the client it and the
+    # transcriber share.
+    catalog: ModelCatalog | None = None
+    provider: AsyncOpenAI | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
-        connects before (build_core never does); a backend without a check has nothing to do."""
+        connects before (build_core never does); a backend without a check has nothing to do.
+        The model list is fetched too (a failure is logged: images wait for a later fetch)."""
         if isinstance(self.repository, CheckedAtStart):
             await self.repository.check()
+        if self.catalog is not None:
+            await self.catalog.start()
 
     async def aclose(self) -> None:
         """Let turns in flight finish, then stop background work and release clients."""
         await self.service.wait_idle(shutdown_grace(self.settings))
         await self.tasks.close()
+        if self.catalog is not None:
+            await self.catalog.close()
+        if self.provider is not None:
+            await self.provider.close()
         await self.model.close()
         await self.ledger.close()
         if self.health is not None:
@@ -210,7 +263,8 @@ def build_core(
     # Every call, summaries and tool rounds included, is charged to the turn's user and chat.
     model = MeteredModel(model or build_model(settings), ledger, clock)
     tasks = TaskSupervisor()
-    agent = build_agent(settings, model, repository, tasks, redis=redis, health=health)
+    media, catalog, provider = build_media(settings, ledger, clock)
+    agent = build_agent(settings, model, repository, tasks, redis=redis, health=health, media=media)
     service = ConversationService(
         agent,
         repository,
@@ -219,7 +273,9 @@ def build_core(
         turn_locks=_turn_locks(settings, redis, health),
         quota=quota,
     )
-    return Core(settings, model, repository, tasks, agent, service, ledger, quota, redis, health)
+    core = Core(settings, model, repository, tasks, agent, service, ledger, quota, redis, health)
+    core.catalog, core.provider = catalog, provider
+    return core
 
 
 def _turn_locks(

@@ -27,6 +27,7 @@ from membot.memory import (
     SessionConfig,
 )
 from membot.memory import files as files_module
+from membot.memory.attachment import Attachment, InvalidFileKey, new_file_key
 from membot.memory.health import RedisHealth
 from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
@@ -404,6 +405,56 @@ async def test_reset_after_set_state_forgets_the_state(repository: ChatRepositor
     assert await repository.conversations("api") == []
 
 
+# -- attachments and files -------------------------------------------------------------------
+
+
+async def test_attachments_round_trip_as_metadata(repository: ChatRepository) -> None:
+    key = new_file_key("jpg")
+    photo = Attachment(kind="image", file=key, mime="image/jpeg", size=1234, width=64, height=48)
+    voice = Attachment(kind="voice", mime="audio/ogg", size=999, seconds=2.5)
+    doc = Attachment(kind="document", file=new_file_key("txt"), name="a.pdf", pages=2, chars=10)
+    await repository.append(ONE, [user("look", attachments=(photo, voice, doc)), bot("nice")])
+    stored = await repository.tail(ONE, 10)
+    assert stored[0].attachments == (photo, voice, doc)
+    assert stored[1].attachments == ()
+    streamed = [m.attachments async for m in repository.iter_messages(ONE)]
+    assert streamed[0] == (photo, voice, doc)
+
+
+async def test_files_are_kept_per_conversation(repository: ChatRepository) -> None:
+    key, other = new_file_key("jpg"), new_file_key("txt")
+    data = bytes(range(256)) * 40  # binary, every byte value
+    await repository.put_file(ONE, key, data)
+    await repository.put_file(ONE, other, "текст".encode())
+    assert await repository.get_file(ONE, key) == data
+    assert await repository.get_file(ONE, other) == "текст".encode()
+    assert await repository.get_file(GROUP, key) is None  # another conversation's
+    assert await repository.get_file(SESSION, key) is None
+    assert await repository.get_file(ONE, new_file_key("jpg")) is None  # never put
+    await repository.put_file(ONE, key, b"again")
+    assert await repository.get_file(ONE, key) == b"again"
+
+
+async def test_reset_removes_the_files(repository: ChatRepository) -> None:
+    key = new_file_key("png")
+    await repository.append(SESSION, [user("q"), bot("a")])
+    await repository.put_file(SESSION, key, b"png bytes")
+    await repository.put_file(GROUP, key, b"kept")
+    await repository.reset(SESSION)
+    assert await repository.get_file(SESSION, key) is None
+    assert await repository.get_file(GROUP, key) == b"kept"
+
+
+@pytest.mark.parametrize("key", ["../meta.json", "x.jpg", "", "A" * 32 + ".jpg", "a/b"])
+async def test_a_file_key_not_made_by_membot_is_refused(
+    repository: ChatRepository, key: str
+) -> None:
+    with pytest.raises(InvalidFileKey):
+        await repository.put_file(ONE, key, b"x")
+    with pytest.raises(InvalidFileKey):
+        await repository.get_file(ONE, key)
+
+
 # -- streaming ---------------------------------------------------------------------------------
 
 
@@ -519,13 +570,33 @@ async def test_nothing_outside_data_dir_is_ever_touched(tmp_path: Path) -> None:
         assert await summarize(repo, cid, "s", 1, 2)
         await repo.add_fact(cid, "a fact", 10)
         await repo.set_state(cid, FINISHED)
+        await repo.put_file(cid, new_file_key("jpg"), b"image")
     for _, build in BAD_IDS:
         with pytest.raises(InvalidConversationId):
             await repo.append(build(), [user("escape")])
     await repo.reset(OTHER_SESSION)
     assert [p.name for p in tmp_path.iterdir()] == ["data"]
     dirs = sorted(str(p.relative_to(data)) for p in data.rglob("*") if p.is_dir())
-    assert dirs == sorted(["-100123", "5", "api", f"api/{SESSION.key}"])
+    session = f"api/{SESSION.key}"
+    expected = ["-100123", "5", "api", session, "-100123/files", "5/files", f"{session}/files"]
+    assert dirs == sorted(expected)
+
+
+async def test_an_archive_line_without_attachments_reads_as_before(tmp_path: Path) -> None:
+    """Archives written before attachments existed; and a line never holds file bytes."""
+    repo = FileRepository(tmp_path)
+    (tmp_path / "7").mkdir()
+    line = '{"seq":1,"ts":"2025-01-01T00:00:00.000Z","role":"user","content":"old"}\n'
+    (tmp_path / "7" / "messages.txt").write_text(line)
+    [old] = await repo.tail(tg(7), 5)
+    assert (old.content, old.attachments) == ("old", ())
+    key = new_file_key("jpg")
+    photo = Attachment(kind="image", file=key, mime="image/jpeg", size=5)
+    await repo.put_file(tg(7), key, b"\xff\xd8\xff\xe0J")
+    await repo.append(tg(7), [user("a photo", attachments=(photo,))])
+    archive = (tmp_path / "7" / "messages.txt").read_text()
+    assert f'"file":"{key}"' in archive and "base64" not in archive and "/9j/" not in archive
+    assert (tmp_path / "7" / "files" / key).read_bytes() == b"\xff\xd8\xff\xe0J"
 
 
 # -- the file backend: a state rides on its turn ---------------------------------------------

@@ -5,12 +5,14 @@ may write; the exchange with the model is core/rounds.py's."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from membot.core.consult import RoundPlan
 from membot.core.facts import FactsDraft
 from membot.core.language import Detect, detect_in_thread, detect_language
+from membot.core.media import MediaReader, Understood
 from membot.core.plan import ConsultSwitch, TurnPlan
 from membot.core.prompt import PromptBuilder, to_chat_message
 from membot.core.rounds import ToolRounds
@@ -21,6 +23,7 @@ from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.model import CallOptions, ChatMessage, ChatModel
 from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
+from membot.media.errors import UnsupportedType
 from membot.memory.base import ChatRepository
 from membot.memory.models import ChatMeta, Message
 from membot.tasks import TaskSupervisor
@@ -55,6 +58,7 @@ class Agent:
         max_rounds: int = 10,
         detect: Detect = detect_language,
         models: tuple[str, ...] = (),
+        media: MediaReader | None = None,
     ) -> None:
         self.model = model
         self.repository = repository
@@ -89,6 +93,8 @@ class Agent:
         # What a chat may have chosen (MODELS): a stored choice the operator has since taken
         # off the list is not used; the default is. Empty: any.
         self.models = frozenset(models)
+        # Understands what users send besides text; None: uploads are refused.
+        self.media = media
 
     async def respond(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
@@ -100,15 +106,29 @@ class Agent:
         ctx = await self.repository.context(cid, self.window_size)
         plan = await self._plan(incoming, ctx.meta, opts)
         opening = plan.round
+        chosen = plan.start.model
+        if (
+            chosen is not None
+            and (not self.models or chosen in self.models)
+            and (opts.call is None or opts.call.model is None)
+        ):
+            opts = replace(opts, call=replace(opts.call or CallOptions(), model=chosen))
+        model = opts.call.model if opts.call else None
+        seen = await self._understand(incoming, plan, model)
         user = Message(
             role="user",
-            content=incoming.text,
+            content=seen.text,
             user_id=incoming.user_id,
             name=incoming.name,
             tg_message_id=incoming.message_id,
+            attachments=seen.attachments,
         )
-
-        window = self.prompts.window(ctx.history, group=incoming.group)
+        images: Mapping[int, tuple[dict[str, Any], ...]] = {}
+        if self.media is not None and any(m.attachments for m in ctx.history):
+            images = await self.media.window_images(
+                self.repository, cid, ctx.history, model=model, taken=len(seen.images)
+            )
+        window = self.prompts.window(ctx.history, group=incoming.group, images=images)
 
         def system() -> ChatMessage:
             return self.prompts.build_system(
@@ -124,7 +144,10 @@ class Agent:
                 system_prompt=opts.system_prompt or plan.start.persona,
             )
 
-        messages = [system(), *window, to_chat_message(user, group=incoming.group)]
+        new = to_chat_message(
+            user, group=incoming.group, images=seen.images, documents=seen.documents
+        )
+        messages = [system(), *window, new]
         facts = FactsDraft(self.repository, cid, MAX_FACTS)
         tool_ctx = TurnContext(
             conversation=cid,
@@ -137,19 +160,14 @@ class Agent:
             ),
             facts=facts,
         )
-        chosen = plan.start.model
-        if (
-            chosen is not None
-            and (not self.models or chosen in self.models)
-            and (opts.call is None or opts.call.model is None)
-        ):
-            opts = replace(opts, call=replace(opts.call or CallOptions(), model=chosen))
         produced, response = await self.rounds.run(messages, sink, tool_ctx, plan, system, opts)
         if plan.round is not None and plan.round is not opening:
             log.info(
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds
             )
         after = plan.state_after()
+        for key, data in seen.files:  # before the turn that refers to them
+            await self.repository.put_file(cid, key, data)
         stored = await self.repository.append(cid, [user, *produced], state=after)
         await facts.commit()  # what the tools changed, now that the turn is kept
         result = TurnResult(
@@ -157,11 +175,31 @@ class Agent:
             model=response.model,
             state=after or plan.start,
             plan=plan.round,
+            heard=seen.heard,
         )
         await sink.answer(result)
         if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):
             self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))
         return result
+
+    async def _understand(
+        self, incoming: Incoming, plan: TurnPlan, model: str | None
+    ) -> Understood:
+        """The turn's uploads understood (core/media.py); the language detected from a
+        transcript when the text told none. Nothing is stored here."""
+        if not incoming.uploads:
+            return Understood(text=incoming.text)
+        if self.media is None:
+            raise UnsupportedType(incoming.uploads[0].mime)
+        seen = await self.media.understand(
+            incoming.text, incoming.uploads, model=model, language=plan.start.language
+        )
+        if plan.start.language is None and plan.keep and seen.text != incoming.text:
+            language = await detect_in_thread(self.detect, incoming.conversation, seen.text)
+            if language is not None:
+                plan.start = replace(plan.start, language=language)
+                plan.unsaved = True
+        return seen
 
     async def _plan(self, incoming: Incoming, meta: ChatMeta, opts: TurnOptions) -> TurnPlan:
         """What the turn starts from, which round it answers and what it may write."""

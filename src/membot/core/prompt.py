@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -83,17 +83,42 @@ class PromptBuilder:
         return {"role": "system", "content": "\n\n".join(sections)}
 
     @staticmethod
-    def window(history: Sequence[Message], *, group: bool = False) -> list[ChatMessage]:
-        """The recent messages as the model sees them, without torn tool exchanges."""
-        return [to_chat_message(m, group=group) for m in drop_unpaired(history)]
+    def window(
+        history: Sequence[Message],
+        *,
+        group: bool = False,
+        images: Mapping[int, Sequence[dict[str, Any]]] | None = None,
+    ) -> list[ChatMessage]:
+        """The recent messages as the model sees them, without torn tool exchanges.
+        `images`: the image parts shown with a message (by seq); others are text markers."""
+        shown = images or {}
+        return [
+            to_chat_message(m, group=group, images=shown.get(m.seq, ()))
+            for m in drop_unpaired(history)
+        ]
 
 
-def to_chat_message(message: Message, *, group: bool = False) -> ChatMessage:
-    """One stored message in the OpenAI chat format."""
+def to_chat_message(
+    message: Message,
+    *,
+    group: bool = False,
+    images: Sequence[dict[str, Any]] = (),
+    documents: Sequence[str] = (),
+) -> ChatMessage:
+    """One stored message in the OpenAI chat format. A user message's attachments are text
+    markers before its words; `images` (image_url parts) and `documents` (their text, for
+    the turn that brought them) are shown beside it."""
     if message.role == "user":
         content = message.content
+        if message.attachments:
+            markers = "\n".join(a.marker() for a in message.attachments)
+            content = f"{markers}\n{content}" if content else markers
+        if documents:
+            content = "\n\n".join([content, *documents])
         if group and message.name:
             content = f"{message.name}: {content}"
+        if images:
+            return {"role": "user", "content": [{"type": "text", "text": content}, *images]}
         return {"role": "user", "content": content}
     if message.role == "tool":
         return {

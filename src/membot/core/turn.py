@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from membot.core.consult import RoundPlan
+from membot.core.media import Upload
 from membot.ids import ConversationId
 from membot.memory.state import ConversationState
 
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Incoming:
-    """A user's message, as the agent needs it (no transport types)."""
+    """A user's message, as the agent needs it (no transport types). `uploads` are the
+    files it brought (core/media.py), understood by the turn before the model is called:
+    0..n (an album is n photos)."""
 
     conversation: ConversationId
     text: str
@@ -25,6 +28,7 @@ class Incoming:
     name: str | None = None
     message_id: int | None = None
     group: bool = False
+    uploads: tuple[Upload, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +53,15 @@ class TurnOptions:
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
-    """What a turn produced, stored already: the answer and where the dialog stands."""
+    """What a turn produced, stored already: the answer and where the dialog stands.
+    `heard` is the transcript of the turn's voice/audio/video notes (None without any), for
+    a front door to quote before the answer."""
 
     reply: str
     model: str
     state: ConversationState
     plan: RoundPlan | None = None  # the consultation round this turn answered, if any
+    heard: str | None = None
 
     @property
     def complete(self) -> bool:

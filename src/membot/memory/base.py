@@ -119,8 +119,21 @@ class ChatRepository(Protocol):
         """Every stored conversation of a namespace (the session sweep walks these)."""
         ...
 
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        """Keep a file of the conversation (an image, a document's text) under `key`, made
+        by `memory.attachment.new_file_key` (InvalidFileKey otherwise). Durable when it
+        returns, readable by every process that may answer the conversation, and gone with
+        the conversation (`reset`, and with Redis its TTL). A key put again is replaced."""
+        ...
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        """The file kept under `key`, or None when there is none (never put, reset,
+        expired). InvalidFileKey for a key that is not one."""
+        ...
+
     async def reset(self, cid: ConversationId) -> None:
-        """Forget everything about the conversation: messages, summary, meta, state, facts."""
+        """Forget everything about the conversation: messages, summary, meta, state, facts,
+        files."""
         ...
 
     async def close(self) -> None:

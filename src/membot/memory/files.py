@@ -7,6 +7,9 @@ DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the othe
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, generation, state (replaced atomically)
     facts.json      facts the user asked to keep (replaced atomically)
+    files/<key>     the conversation's files: images, documents' text (memory/attachment.py
+                    names them; each written atomically and synced before the turn that
+                    refers to it is appended)
 
 All blocking file work runs in worker threads, never in the event loop. Appends are one
 `write()` of whole lines on an O_APPEND descriptor followed by fdatasync, so a kill -9 can
@@ -34,6 +37,7 @@ from membot.memory.archive import (
     read_text,
     tail_of,
 )
+from membot.memory.attachment import check_file_key
 from membot.memory.durable import (
     append_lines,
     fdatasync,
@@ -45,12 +49,15 @@ from membot.memory.durable import (
 from membot.memory.hot import HotContexts
 from membot.memory.layout import (
     FACTS,
+    FILES,
     MESSAGES,
     META,
     SUMMARIES_LOG,
     SUMMARY,
     listing,
     load_meta,
+    put_file,
+    read_file,
     remove,
     write_meta,
 )
@@ -143,6 +150,15 @@ class FileRepository:
 
     async def remove_facts(self, cid: ConversationId, facts: Sequence[str]) -> list[str]:
         return await self._write(cid, self._remove_facts_sync, cid, list(facts))
+
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        path = self.conversation_dir(cid) / FILES / check_file_key(key)
+        # Under the conversation's lock, so a reset cannot run beside it and leave it behind.
+        await self._write(cid, put_file, self.root, path, bytes(data))
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        path = self.conversation_dir(cid) / FILES / check_file_key(key)
+        return await asyncio.to_thread(read_file, path)
 
     async def reset(self, cid: ConversationId) -> None:
         await self._write(cid, remove, self.root, self.conversation_dir(cid), cid)

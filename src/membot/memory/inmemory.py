@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from membot.clock import utc_now
 from membot.ids import ConversationId
+from membot.memory.attachment import check_file_key
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary, new_generation
 from membot.memory.state import ConversationState
 
@@ -21,6 +22,7 @@ class _Conversation:
     summary: str = ""
     summaries: list[Summary] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 class MemoryRepository:
@@ -144,6 +146,14 @@ class MemoryRepository:
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
         return sorted(cid for cid in self._data if cid.namespace == namespace)
+
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        self._get_or_create(cid).files[check_file_key(key)] = bytes(data)
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        check_file_key(key)
+        conv = self._get(cid)
+        return conv.files.get(key) if conv else None
 
     async def reset(self, cid: ConversationId) -> None:
         self._data.pop(cid, None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory.archive import last_summary_upto, read_small, read_tail
-from membot.memory.durable import fsync_dir
+from membot.memory.durable import fsync_dir, replace_atomic
 from membot.memory.models import ChatMeta, CorruptRecord, Message, new_generation
 from membot.memory.smallfiles import write_json
 
@@ -24,6 +24,7 @@ SUMMARY = "summary.txt"
 SUMMARIES_LOG = "summaries.log"
 META = "meta.json"
 FACTS = "facts.json"
+FILES = "files"
 GRAVE_PREFIX = ".deleted-"  # a reset conversation's directory, renamed away before deletion
 
 
@@ -55,6 +56,22 @@ def load_meta(
     if last is not None and (meta.updated_at is None or last.ts > meta.updated_at):
         meta.updated_at = last.ts  # meta.json is not rewritten by every turn
     return meta
+
+
+def put_file(root: Path, path: Path, data: bytes) -> None:
+    """A conversation file, written atomically and durably (its directories' entries too)."""
+    new_dirs = [p for p in (path.parent.parent, path.parent) if not p.is_dir()]
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    replace_atomic(path, data)
+    for directory in {p.parent for p in new_dirs}:
+        fsync_dir(directory)
+
+
+def read_file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def remove(root: Path, directory: Path, cid: ConversationId) -> None:

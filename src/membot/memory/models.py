@@ -11,6 +11,7 @@ from typing import Any, Literal
 from membot.clock import utc_now
 from membot.errors import MembotError
 from membot.ids import ConversationId
+from membot.memory.attachment import Attachment
 from membot.memory.state import ConversationState, opt_int
 
 Role = Literal["user", "assistant", "tool"]
@@ -53,6 +54,9 @@ class Message:
     # The conversation's state as this turn left it, on the turn's last message only when the
     # turn changed it: written by the same append as the turn, so the two cannot part.
     state: ConversationState | None = None
+    # What the message carried besides its text (memory/attachment.py): metadata and file
+    # keys only, never bytes. An archive line without it reads as before.
+    attachments: tuple[Attachment, ...] = ()
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
@@ -63,6 +67,8 @@ class Message:
                 data[key] = value
         if self.tool_calls:
             data["tool_calls"] = list(self.tool_calls)
+        if self.attachments:
+            data["attachments"] = [a.to_dict() for a in self.attachments]
         if self.state is not None:
             data["state"] = self.state.to_dict()
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -85,6 +91,7 @@ class Message:
                 tool_calls=tuple(data.get("tool_calls") or ()),
                 tool_call_id=data.get("tool_call_id"),
                 state=ConversationState.from_dict(data["state"]) if "state" in data else None,
+                attachments=tuple(Attachment.from_dict(a) for a in data.get("attachments") or ()),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None

@@ -9,6 +9,8 @@ Keys, all under REDIS_PREFIX (default `membot:`) and named from `str(cid)` alone
     {prefix}conv:{ns}:{key}:summary    STRING  the current rolling summary, plain text
     {prefix}conv:{ns}:{key}:summaries  LIST  every summary made, as JSON (as summaries.log)
     {prefix}conv:{ns}:{key}:facts      LIST  {"text", "added_at", "fold"} JSON, oldest first
+    {prefix}conv:{ns}:{key}:files      HASH  file key -> the file's bytes as base64 (images,
+                                       documents' text; the client decodes replies as text)
     {prefix}conversations:{ns}         SET   the keys of the namespace's conversations
 
 Every write is one Lua script (memory/redis_layout.py), so it is atomic for all clients of
@@ -18,6 +20,7 @@ needs WATCH or a retry loop. Reads that need several keys are one MULTI/EXEC.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import uuid
@@ -32,6 +35,7 @@ from redis.typing import EncodableT
 
 from membot.clock import utc_now
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
+from membot.memory.attachment import check_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso, new_generation
 from membot.memory.redis_client import call
@@ -40,6 +44,7 @@ from membot.memory.redis_layout import (
     APPEND,
     PRELUDE,
     PRUNE,
+    PUT_FILE,
     REMOVE_FACTS,
     SAVE_SUMMARY,
     SEQ_HEAD,
@@ -73,6 +78,7 @@ class RedisRepository:
         self._add_fact = client.register_script(PRELUDE + ADD_FACT)
         self._remove_facts = client.register_script(PRELUDE + REMOVE_FACTS)
         self._prune = client.register_script(PRUNE)
+        self._put_file = client.register_script(PRELUDE + PUT_FILE)
 
     def keys(self, cid: ConversationId) -> Keys:
         base = self._base(cid.namespace, cid.key)
@@ -84,6 +90,7 @@ class RedisRepository:
             summaries=base + "summaries",
             facts=base + "facts",
             namespace_index=self.index_key(cid.namespace),
+            files=base + "files",
         )
 
     def _base(self, namespace: str, key: str) -> str:
@@ -245,6 +252,14 @@ class RedisRepository:
         if not facts:
             return []
         return list(await self._run(self._remove_facts, cid, *facts))
+
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        encoded = base64.b64encode(data).decode("ascii")
+        await self._run(self._put_file, cid, check_file_key(key), encoded)
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        found = await call(self.client.hget(self.keys(cid).files, check_file_key(key)))
+        return None if found is None else base64.b64decode(cast(str, found))
 
     async def reset(self, cid: ConversationId) -> None:
         k = self.keys(cid)

@@ -25,11 +25,12 @@ class Keys(NamedTuple):
     summaries: str
     facts: str
     namespace_index: str
+    files: str
 
     @property
     def conversation(self) -> list[str]:
         """Every key of the conversation itself (not the shared index)."""
-        return list(self[:6])
+        return [*self[:6], self.files]
 
 
 def fact_json(text: str, added_at: str) -> str:
@@ -95,7 +96,8 @@ def fact_records(lines: Sequence[str]) -> list[dict[str, str]]:
 SEQ_HEAD = '{"seq":0,'
 
 # Every script gets the same KEYS (`Keys`, in order) and begins its ARGV with: now, a fresh
-# generation, the TTL, the conversation's key in the index. `touch` is what every write that
+# generation, the TTL, the conversation's key in the index. KEYS[8] is the files hash (after
+# the index, which scripts have long found at KEYS[7]). `touch` is what every write that
 # is activity does: create the conversation's generation if it has none (its first write),
 # index it, and give every key of it a fresh TTL.
 PRELUDE = """
@@ -104,8 +106,19 @@ local function touch()
   redis.call('HSETNX', KEYS[2], 'created_at', ARGV[1])
   redis.call('SADD', KEYS[7], ARGV[4])
   local ttl = tonumber(ARGV[3])
-  if ttl > 0 then for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end end
+  if ttl > 0 then
+    for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
+    redis.call('EXPIRE', KEYS[8], ttl)
+  end
 end
+"""
+
+# ARGV[5] the file's key, [6] its bytes as base64 (the one client decodes replies as text).
+# Activity: the file lives, and expires, with the conversation.
+PUT_FILE = """
+redis.call('HSET', KEYS[8], ARGV[5], ARGV[6])
+touch()
+return 1
 """
 
 # ARGV[5] the turn's token, [6] REDIS_MAX_MESSAGES, [7] state JSON or '', [8..] each message's

@@ -11,6 +11,12 @@ answered without Redis:
   conversation's turns still in the spool (read-your-writes: the inbox sees them answered);
   except `get_meta` of an API session, which raises StorageUnavailable: a session's next
   round without its session would be a wrong answer;
+- files (`put_file`, `get_file`: images, documents' text) are not spooled: both raise
+  StorageUnavailable while Redis is down. Their bytes would swell the spool, and a file
+  must be reachable by every process that may answer the conversation, which a local spool
+  is not. So a turn that brings a file fails whole (nothing stored; the API answers 503,
+  Telegram says the file cannot be kept now) while text turns go on being answered; an
+  image of the window that cannot be read is shown to the model as its text marker;
 - writes (a turn with its state, a state, facts, a reset) go to the spool under DATA_DIR
   (memory/spool.py), fdatasync'd, and are reported done; `save_summary` returns False (the
   summary is made again at a later turn).
@@ -242,6 +248,12 @@ class ResilientRepository:
         except StorageUnavailable:
             await self._spool(Change("remove_facts", cid, {"facts": list(facts)}))
             return list(facts)
+
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        await self._call(lambda: self.inner.put_file(cid, key, data), cid)  # not spooled
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        return await self._call(lambda: self.inner.get_file(cid, key), cid)
 
     async def reset(self, cid: ConversationId) -> None:
         try:

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from membot.ids import ConversationId
@@ -31,13 +32,20 @@ MAX_LIMIT = 50
 # interrupted first build of a long archive keeps most of its progress.
 _BATCH = 2000
 
+#: Long text in pieces for the index (wiring hands media.text.chunk_text's); the default
+#: keeps a document's text whole.
+Chunker = Callable[[str], list[str]]
+
 
 class HistorySearch:
     """Searches each chat's whole message archive, keeping one index file per chat."""
 
-    def __init__(self, repository: ChatRepository, index_root: Path | str) -> None:
+    def __init__(
+        self, repository: ChatRepository, index_root: Path | str, chunker: Chunker | None = None
+    ) -> None:
         self._repository = repository
         self._root = Path(index_root)
+        self._chunker = chunker or (lambda text: [text])
         self._lock = KeyedLocks()
 
     def index_path(self, cid: ConversationId) -> Path:
@@ -100,13 +108,16 @@ class HistorySearch:
         started = time.perf_counter()
         added = 0
         batch: list[Message] = []
+        chunks: dict[int, list[str]] = {}
         async for message in self._repository.iter_messages(cid, after_seq=last_seq):
             batch.append(message)
+            if message.attachments:
+                chunks.update(await self._documents(cid, message))
             if len(batch) >= _BATCH:
-                added += await asyncio.to_thread(insert, path, batch)
-                batch = []
+                added += await asyncio.to_thread(insert, path, batch, chunks)
+                batch, chunks = [], {}
         if batch:
-            added += await asyncio.to_thread(insert, path, batch)
+            added += await asyncio.to_thread(insert, path, batch, chunks)
         if added:
             log.debug(
                 "%s: indexed %d messages in %.1f ms",
@@ -114,3 +125,18 @@ class HistorySearch:
                 added,
                 (time.perf_counter() - started) * 1000,
             )
+
+    async def _documents(self, cid: ConversationId, message: Message) -> dict[int, list[str]]:
+        """The text of the documents a message brought, in pieces labelled with their name
+        (read from the conversation's files; one that is gone is not indexed)."""
+        pieces: list[str] = []
+        for attachment in message.attachments:
+            if attachment.kind != "document" or attachment.file is None:
+                continue
+            data = await self._repository.get_file(cid, attachment.file)
+            if data is None:
+                continue
+            label = f"[{attachment.name or 'document'}]"
+            text = data.decode("utf-8", errors="replace")
+            pieces += [f"{label} {piece}" for piece in self._chunker(text)]
+        return {message.seq: pieces} if pieces else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +28,10 @@ from membot.search.text import (
 log = logging.getLogger(__name__)
 
 # Bumped whenever the schema or the text normalization changes: old files are rebuilt.
-SCHEMA_VERSION = 2  # 2: the sender column
+SCHEMA_VERSION = 3  # 2: the sender column; 3: documents' text in chunks
+#: A document's chunks are rows of their own, id -(seq * CHUNK_IDS + n): apart from the
+#: messages' rows (id = seq), whatever the archive's length.
+CHUNK_IDS = 65_536
 # Damage that a rebuild cures; anything else (locked, disk full) is not ours to paper over.
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 _SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -47,7 +50,8 @@ _SCHEMA = (
         last_seq INTEGER NOT NULL
     )""",
     """CREATE TABLE messages (
-        seq INTEGER PRIMARY KEY,
+        id INTEGER PRIMARY KEY,
+        seq INTEGER NOT NULL,
         ts TEXT NOT NULL,
         role TEXT NOT NULL,
         name TEXT,
@@ -66,10 +70,10 @@ _SCHEMA = (
 _QUERY = """
 SELECT m.seq, m.ts, m.role, m.name, m.content, r.score
 FROM (
-    SELECT rowid AS seq, -rank AS score
+    SELECT rowid AS id, -rank AS score
     FROM terms WHERE terms MATCH ? ORDER BY rank LIMIT ?
 ) AS r
-JOIN messages AS m ON m.seq = r.seq
+JOIN messages AS m ON m.id = r.id
 ORDER BY r.score DESC, m.seq DESC
 """
 
@@ -142,22 +146,31 @@ def prepare(path: Path, cid: ConversationId, generation: str, messages_total: in
     return 0
 
 
-def insert(path: Path, messages: Sequence[Message]) -> int:
-    """Index a batch in one transaction; return how many messages became searchable."""
+def insert(
+    path: Path, messages: Sequence[Message], chunks: Mapping[int, Sequence[str]] | None = None
+) -> int:
+    """Index a batch in one transaction; return how many messages became searchable.
+    `chunks`: the pieces of the documents a message brought (by seq), each a row of its own
+    shown as the message's."""
     with _write(path) as conn:
         # Re-read under the write lock: another process may have indexed these meanwhile.
         (last_seq,) = conn.execute("SELECT last_seq FROM state").fetchone()
         fresh = [m for m in messages if m.seq > last_seq]
         # Tool results are the bot's plumbing, not the conversation; blank texts match nothing.
-        rows = [m for m in fresh if m.role != "tool" and m.content.strip()]
+        rows = [(m.seq, m, m.content) for m in fresh if m.role != "tool" and m.content.strip()]
+        for m in fresh:
+            pieces = (chunks or {}).get(m.seq, ())
+            rows += [
+                (-(m.seq * CHUNK_IDS + n), m, p) for n, p in enumerate(pieces[: CHUNK_IDS - 1], 1)
+            ]
         conn.executemany(
-            "INSERT INTO messages (seq, ts, role, name, content) VALUES (?, ?, ?, ?, ?)",
-            [(m.seq, iso(m.ts), m.role, m.name, m.content) for m in rows],
+            "INSERT INTO messages (id, seq, ts, role, name, content) VALUES (?, ?, ?, ?, ?, ?)",
+            [(i, m.seq, iso(m.ts), m.role, m.name, text) for i, m, text in rows],
         )
         conn.executemany(
             f"INSERT INTO terms (rowid, {STEMS_COLUMN}, {PREFIXES_COLUMN}, {SENDER_COLUMN}) "
             "VALUES (?, ?, ?, ?)",
-            [(m.seq, *index_fields(m.content), sender_field(m.name)) for m in rows],
+            [(i, *index_fields(text), sender_field(m.name)) for i, m, text in rows],
         )
         if fresh:
             conn.execute("UPDATE state SET last_seq = ?", (max(m.seq for m in fresh),))
@@ -189,7 +202,7 @@ def _with_context(conn: sqlite3.Connection, hit: SearchHit) -> SearchHit:
     """A question's answer, or an answer's question, comes with the hit: the words of a
     question often find the question, while the fact is in the reply (and the other way)."""
     rows = conn.execute(
-        "SELECT seq, ts, role, name, content, 0 FROM messages WHERE seq IN (?, ?) ORDER BY seq",
+        "SELECT seq, ts, role, name, content, 0 FROM messages WHERE id IN (?, ?) ORDER BY seq",
         (hit.seq - 1, hit.seq + 1),
     ).fetchall()
     near = {h.seq: h for h in (_hit(*row) for row in rows)}

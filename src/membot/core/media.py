@@ -1,0 +1,300 @@
+"""What a turn makes of the files a user sent, before the model is called.
+
+A front door hands the turn `Upload`s: bytes it has (downloaded from Telegram, decoded
+from the API's base64), not yet understood. `MediaReader.understand` turns them into what
+the model reads and what the memory keeps:
+
+- voice, audio, video note: OGG/Opus (media.audio), then text (media.Transcriber); the
+  transcript is the user's words, and the call is charged to the turn's user and chat in
+  the usage ledger like a model call (budgets and /usage see it);
+- photo, image document: scaled for a model (media.images), kept as a conversation file,
+  shown as an `image_url` part with a data URL (never a URL of ours) — only to a model that
+  sees images: otherwise the turn fails with ModelSeesNoImages, naming the models of
+  MODELS that do (media.ModelCatalog);
+- document: its text (media.documents), kept as a conversation file (search_history finds
+  it, in chunks), given to the model for this turn up to DOCUMENT_PROMPT_CHARS.
+
+Nothing is stored here: the agent puts the files right before it appends the turn, so a
+failure anywhere leaves nothing behind. Logs carry kinds, sizes and durations only.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
+
+from membot.clock import Clock, utc_now
+from membot.media.errors import MediaError, UnsupportedType
+from membot.memory.attachment import Attachment, new_file_key
+from membot.memory.base import ChatRepository, StorageUnavailable
+from membot.memory.models import Message
+from membot.usage.ledger import Charge, UsageLedger, current_payer
+
+if TYPE_CHECKING:
+    from membot.ids import ConversationId
+    from membot.media.catalog import ModelCatalog
+    from membot.media.transcribe import Transcriber
+
+log = logging.getLogger(__name__)
+
+UploadKind = Literal["voice", "audio", "video_note", "photo", "document"]
+_AUDIO_KINDS = frozenset({"voice", "audio", "video_note"})
+_IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+_EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp"}
+_CATALOG_RETRY = 60.0  # s between fetches of a never-fetched catalog, when an image arrives
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """Bytes a front door has, not yet understood. ``caption``: Telegram's (the API's
+    message text is the Incoming's text)."""
+
+    kind: UploadKind
+    data: bytes
+    mime: str | None = None
+    name: str | None = None
+    caption: str = ""
+
+
+class ModelSeesNoImages(MediaError):
+    """The turn's model takes text only, and the user sent an image: nothing was sent or
+    stored. ``vision_models`` are those of MODELS that see images (for "/model ...")."""
+
+    def __init__(self, model: str, vision_models: tuple[str, ...]) -> None:
+        super().__init__(
+            f"model {model} takes text only; {len(vision_models)} of MODELS see images"
+        )
+        self.model = model
+        self.vision_models = vision_models
+
+
+@dataclass(frozen=True, slots=True)
+class Understood:
+    """A turn's uploads, understood. ``text`` is the user message's content (its text,
+    captions and transcripts); ``files`` what to put before the turn is appended;
+    ``images`` the image parts for this turn's prompt; ``documents`` the documents' text
+    for it (cut); ``heard`` the transcripts, for the front door to quote."""
+
+    text: str
+    attachments: tuple[Attachment, ...] = ()
+    files: tuple[tuple[str, bytes], ...] = ()
+    images: tuple[dict[str, Any], ...] = ()
+    documents: tuple[str, ...] = ()
+    heard: str | None = None
+
+
+class MediaReader:
+    """Understands uploads for the agent (see the module's docstring)."""
+
+    def __init__(
+        self,
+        *,
+        transcriber: Transcriber | None,
+        catalog: ModelCatalog | None,
+        ledger: UsageLedger | None,
+        default_model: str,
+        models: Sequence[str] = (),
+        max_audio_seconds: float = 600,
+        max_images_in_prompt: int = 4,
+        document_prompt_chars: int = 20_000,
+        clock: Clock = utc_now,
+    ) -> None:
+        self.transcriber = transcriber
+        self.catalog = catalog
+        self.ledger = ledger
+        self.default_model = default_model
+        self.models = tuple(models) or (default_model,)
+        self.max_audio_seconds = max_audio_seconds
+        self.max_images = max_images_in_prompt
+        self.document_chars = document_prompt_chars
+        self.clock, self._catalog_tried = clock, float("-inf")
+        self._ledger_failing = False
+
+    # -- which models see images ------------------------------------------------------------
+
+    async def sees_images(self, model: str | None) -> bool:
+        """Whether the turn's model takes images (text only while the list is unknown)."""
+        catalog = self.catalog
+        if catalog is None:
+            return False
+        now = time.monotonic()
+        if not catalog.fetched and now - self._catalog_tried >= _CATALOG_RETRY:
+            # The start-up fetch failed (or never ran): an image is worth one more try.
+            self._catalog_tried = now
+            await catalog.refresh()
+        return catalog.sees_images(model or self.default_model)
+
+    def vision_models(self) -> tuple[str, ...]:
+        return self.catalog.vision_models(self.models) if self.catalog else ()
+
+    # -- understanding -----------------------------------------------------------------------
+
+    async def understand(
+        self,
+        text: str,
+        uploads: Sequence[Upload],
+        *,
+        model: str | None,
+        language: str | None = None,
+    ) -> Understood:
+        """The uploads, understood. Raises ModelSeesNoImages, a MediaError (the file) or an
+        LLMError (the transcription); nothing is stored either way."""
+        from membot.media.audio import prepare_audio
+        from membot.media.documents import read_document
+        from membot.media.images import image_part, prepare_image
+        from membot.media.text import cut_for_prompt
+
+        if any(_is_image(u) for u in uploads) and not await self.sees_images(model):
+            raise ModelSeesNoImages(model or self.default_model, self.vision_models())
+        words = [text.strip()]
+        attachments: list[Attachment] = []
+        files: list[tuple[str, bytes]] = []
+        images: list[dict[str, Any]] = []
+        documents: list[str] = []
+        heard: list[str] = []
+        for upload in uploads:
+            started = time.perf_counter()
+            if upload.caption.strip() and upload.caption.strip() not in words:
+                words.append(upload.caption.strip())
+            if _is_image(upload):
+                image = await prepare_image(upload.data)
+                key = new_file_key(_EXTENSIONS.get(image.mime_type, "jpg"))
+                files.append((key, image.data))
+                images.append(image_part(image))
+                attachments.append(
+                    Attachment(
+                        kind="image",
+                        file=key,
+                        mime=image.mime_type,
+                        name=upload.name,
+                        size=len(upload.data),
+                        width=image.width,
+                        height=image.height,
+                    )
+                )
+            elif upload.kind in _AUDIO_KINDS:
+                clip = await prepare_audio(upload.data, max_seconds=self.max_audio_seconds)
+                if self.transcriber is None:
+                    raise UnsupportedType(upload.mime)
+                transcript = await self.transcriber.transcribe(clip, language=language)
+                await self._charge(transcript.model, transcript.usage)
+                heard.append(transcript.text)
+                words.append(transcript.text)
+                attachments.append(
+                    Attachment(
+                        kind=upload.kind,  # type: ignore[arg-type]
+                        mime=upload.mime,
+                        size=len(upload.data),
+                        seconds=round(transcript.seconds, 1),
+                    )
+                )
+            else:
+                document = await read_document(
+                    upload.data, mime_type=upload.mime, file_name=upload.name
+                )
+                key = new_file_key("txt")
+                files.append((key, document.text.encode("utf-8")))
+                shown, _ = cut_for_prompt(document.text, self.document_chars)
+                label = f"document {upload.name}" if upload.name else "document"
+                documents.append(f"[The text of the {label}:]\n{shown}")
+                attachments.append(
+                    Attachment(
+                        kind="document",
+                        file=key,
+                        mime=upload.mime,
+                        name=upload.name,
+                        size=len(upload.data),
+                        pages=document.pages,
+                        chars=len(document.text),
+                    )
+                )
+            log.info(
+                "media: kind=%s size=%d took=%.3fs",
+                upload.kind,
+                len(upload.data),
+                time.perf_counter() - started,
+            )
+        return Understood(
+            text="\n\n".join(w for w in words if w),
+            attachments=tuple(attachments),
+            files=tuple(files),
+            images=tuple(images),
+            documents=tuple(documents),
+            heard="\n\n".join(heard) if heard else None,
+        )
+
+    async def _charge(self, model: str, usage: Any) -> None:
+        """The transcription, charged to the turn's user and chat like a model call."""
+        if self.ledger is None:
+            return
+        payer = current_payer()
+        charge = Charge(
+            at=self.clock(),
+            purpose="transcription",
+            model=model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
+            cost=usage.cost,
+            user_id=payer.user_id if payer else None,
+            conversation=payer.conversation if payer else None,
+        )
+        try:
+            await self.ledger.record(charge)
+        except Exception as exc:  # the call was made and paid: never the turn's failure
+            if not self._ledger_failing:
+                log.warning("usage: a transcription was not recorded (%s)", type(exc).__name__)
+            self._ledger_failing = True
+        else:
+            self._ledger_failing = False
+
+    # -- the window's images -----------------------------------------------------------------
+
+    async def window_images(
+        self,
+        repository: ChatRepository,
+        cid: ConversationId,
+        history: Sequence[Message],
+        *,
+        model: str | None,
+        taken: int = 0,
+    ) -> Mapping[int, tuple[dict[str, Any], ...]]:
+        """The image parts of the window's latest images (by seq), up to
+        MAX_IMAGES_IN_PROMPT less the `taken` by this turn; none for a model that takes
+        text only. An image that cannot be read back stays a text marker."""
+        from membot.media.images import PreparedImage, image_part
+
+        wanted: list[tuple[int, Attachment]] = []
+        budget = self.max_images - taken
+        for message in reversed(history):
+            for attachment in reversed(message.attachments):
+                if budget > 0 and attachment.kind == "image" and attachment.file:
+                    wanted.append((message.seq, attachment))
+                    budget -= 1
+        if not wanted or not await self.sees_images(model):
+            return {}
+        out: dict[int, list[dict[str, Any]]] = {}
+        for seq, attachment in reversed(wanted):
+            try:
+                data = await repository.get_file(cid, attachment.file or "")
+            except StorageUnavailable:
+                data = None
+            if data is None:
+                continue
+            image = PreparedImage(data, attachment.mime or "image/jpeg", 0, 0)
+            out.setdefault(seq, []).append(image_part(image))
+        return {seq: tuple(parts) for seq, parts in out.items()}
+
+
+def _is_image(upload: Upload) -> bool:
+    if upload.kind != "document":
+        return upload.kind == "photo"
+    mime = (upload.mime or "").split(";")[0].strip().lower()
+    suffix = PurePosixPath((upload.name or "").lower()).suffix
+    return mime.startswith("image/") or (
+        mime in ("", "application/octet-stream") and suffix in _IMAGE_SUFFIXES
+    )
