@@ -4,6 +4,7 @@
     ├── ConfigError                 a setting is missing or invalid (exit 2, one line)
     │   └── QueueMismatch           the Redis stream was made with another shard count
     ├── InvalidConversationId       an id that no path or key may be made from (ValueError)
+    ├── InvalidFileKey              a conversation file's key not made by membot (ValueError)
     ├── CorruptRecord               a stored line that cannot be read back (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
@@ -16,7 +17,8 @@
     │   ├── SourceUnavailable       Telegram could not be reached: poll again later
     │   └── LLMUnavailable          the model provider is down (also an LLMError)
     ├── LLMError                    the model could not give an answer (llm/errors.py has its tree)
-    ├── MediaError                  a file a user sent cannot be used (media/errors.py has its tree)
+    ├── MediaError                  a file a user sent cannot be used (media/errors.py has its tree;
+    │                               core/media.py's ModelSeesNoImages: a text-only model)
     ├── ToolError                   a tool failed: its message goes back to the model, not the user
     │   └── CalcError               an expression the calculator refuses
     ├── SessionError                an API request that cannot go on (core/sessions.py)

@@ -223,10 +223,13 @@ class Core:
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
-        connects before (build_core never does); a backend without a check has nothing to do.
-        The model list is fetched too (a failure is logged: images wait for a later fetch)."""
+        connects before (build_core never does); a backend without a check has nothing to do."""
         if isinstance(self.repository, CheckedAtStart):
             await self.repository.check()
+
+    async def serving(self) -> None:
+        """The process is up (its checks passed): fetch the model list now, then daily. A
+        failure is logged once; an image asks again (core/media.py)."""
         if self.catalog is not None:
             await self.catalog.start()
 

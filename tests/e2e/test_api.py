@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from membot.api.models import MAX_BODY_BYTES
 from membot.api.server import DEFAULT_PORT, ApiServer
 from membot.core.consult import FINAL_NOTE
 from membot.ids import ConversationId
@@ -347,7 +348,7 @@ async def test_payload_too_large(api: RunningApi, llm: FakeLLM) -> None:
         head, tail = b'{"message": "', b'"}'
         return head + b"x" * (size - len(head) - len(tail)) + tail
 
-    limit = 64 * 1024
+    limit = MAX_BODY_BYTES  # 25 MB: room for an attachment (tests/e2e/test_api_media.py)
     assert (await api.client.chat(body_of(limit))).status == 200
     declared = await api.client.chat(body_of(limit + 1))
     assert (declared.status, declared.code) == (413, "PAYLOAD_TOO_LARGE")
@@ -389,7 +390,7 @@ async def test_health_and_openapi_need_no_token(api: RunningApi) -> None:
     }  # fmt: skip
     assert set(schemas["ChatRequest"]["properties"]) == {
         "message", "model", "maxTokens", "disableSearch", "systemPrompt", "outputFormat",
-        "outputSchema", "maxRounds", "sessionId",
+        "outputSchema", "maxRounds", "sessionId", "attachments",
     }  # fmt: skip
     assert schemas["ChatRequest"]["properties"]["maxRounds"]["anyOf"][0]["maximum"] == 10
 

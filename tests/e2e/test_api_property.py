@@ -46,6 +46,19 @@ json_values = st.recursive(
 )
 
 
+def _inlined(node: Any, schemas: dict[str, Any]) -> Any:
+    """``node`` with its references to the document's components replaced by them (the
+    strategy is drawn from the request's schema alone)."""
+    if isinstance(node, list):
+        return [_inlined(item, schemas) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+        return _inlined(copy.deepcopy(schemas[ref.rsplit("/", 1)[1]]), schemas)
+    return {key: _inlined(value, schemas) for key, value in node.items()}
+
+
 class Served:
     """The running API, its document, and the strategies drawn from that document."""
 
@@ -54,7 +67,7 @@ class Served:
         self.document = document
         self.sessions: list[str] = []
         schemas = document["components"]["schemas"]
-        request = copy.deepcopy(schemas["ChatRequest"])
+        request = _inlined(copy.deepcopy(schemas["ChatRequest"]), schemas)
         request["properties"]["outputSchema"] = {"enum": SIMPLE_SCHEMAS}
         fields = [f for f in request["properties"] if f != "outputSchema"]
         swapped = st.fixed_dictionaries(

@@ -11,6 +11,7 @@ from typing import Any, Final
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
+from membot.core.media import ModelSeesNoImages
 from membot.core.sessions import (
     DialogCompleted,
     InvalidMaxRounds,
@@ -20,6 +21,15 @@ from membot.core.sessions import (
 )
 from membot.errors import Busy, MembotError, Unavailable
 from membot.llm.errors import LLMError, LLMInvalidOutput, LLMRateLimited, LLMRejected, LLMTimeout
+from membot.media.errors import (
+    AudioTooLong,
+    BrokenFile,
+    FileTooBig,
+    MediaError,
+    NoAudio,
+    NoTextLayer,
+    UnsupportedType,
+)
 
 
 class ErrorCode(StrEnum):
@@ -40,6 +50,13 @@ class ErrorCode(StrEnum):
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
     INVALID_OUTPUT = "INVALID_OUTPUT"
     LLM_TIMEOUT = "LLM_TIMEOUT"
+    INVALID_ATTACHMENT = "INVALID_ATTACHMENT"
+    UNSUPPORTED_ATTACHMENT = "UNSUPPORTED_ATTACHMENT"
+    BROKEN_ATTACHMENT = "BROKEN_ATTACHMENT"
+    NO_TEXT_LAYER = "NO_TEXT_LAYER"
+    NO_AUDIO = "NO_AUDIO"
+    AUDIO_TOO_LONG = "AUDIO_TOO_LONG"
+    MODEL_SEES_NO_IMAGES = "MODEL_SEES_NO_IMAGES"
 
 
 # Each code's status, and the sentence it is answered with unless a closer one is given.
@@ -54,7 +71,14 @@ _ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
     ErrorCode.NOT_FOUND: (404, "There is nothing at this path."),
     ErrorCode.METHOD_NOT_ALLOWED: (405, "This path does not take that method."),
     ErrorCode.SESSION_BUSY: (409, "Another request of this session is in progress."),
-    ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body is larger than 64 KiB."),
+    ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body (or an attachment) is too large."),
+    ErrorCode.INVALID_ATTACHMENT: (400, "An attachment's data is not valid base64."),
+    ErrorCode.UNSUPPORTED_ATTACHMENT: (400, "An attachment is of a type membot does not read."),
+    ErrorCode.BROKEN_ATTACHMENT: (400, "An attachment is damaged or not what its type says."),
+    ErrorCode.NO_TEXT_LAYER: (400, "A PDF attachment has no text layer (scanned pages)."),
+    ErrorCode.NO_AUDIO: (400, "An audio attachment has no sound track."),
+    ErrorCode.AUDIO_TOO_LONG: (400, "An audio attachment is longer than MAX_AUDIO_SECONDS."),
+    ErrorCode.MODEL_SEES_NO_IMAGES: (400, "The session's model takes text only, not images."),
     ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
     ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
     ErrorCode.LLM_UNAVAILABLE: (502, "The model provider is unavailable right now."),
@@ -111,6 +135,8 @@ def api_error(exc: MembotError, *, names_session: bool) -> ApiError | None:
         code = _SESSION_CODES[type(exc)]
         # The round limits name their bound; the other sentences are fixed.
         return ApiError(code, f"{exc}." if code in _ROUND_LIMITS else None)
+    if isinstance(exc, MediaError):
+        return media_error(exc)
     if isinstance(exc, LLMError):  # before Unavailable: LLMUnavailable is both
         return llm_error(exc)
     if isinstance(exc, Busy):
@@ -120,6 +146,16 @@ def api_error(exc: MembotError, *, names_session: bool) -> ApiError | None:
         # be answered without Redis (QUEUE=redis). Never an internal error.
         return ApiError(ErrorCode.SERVICE_UNAVAILABLE, None if names_session else _NO_STORAGE)
     return None
+
+
+def media_error(exc: MediaError) -> ApiError:
+    """An attachment membot cannot use: its code (the sentence names no content)."""
+    if isinstance(exc, ModelSeesNoImages):
+        models = ", ".join(exc.vision_models) or "none of the configured models"
+        sentence = f"The model {exc.model} takes text only. Models that see images: {models}."
+        return ApiError(ErrorCode.MODEL_SEES_NO_IMAGES, sentence)
+    code = next((c for kind, c in _MEDIA_CODES if isinstance(exc, kind)), None)
+    return ApiError(code or ErrorCode.BROKEN_ATTACHMENT)
 
 
 def http_error(exc: web.HTTPException) -> ApiError:
@@ -155,6 +191,14 @@ _SESSION_CODES: dict[type[SessionError], ErrorCode] = {
 }
 _NO_STORAGE = "The storage is unavailable right now; try again soon."
 _ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
+_MEDIA_CODES: tuple[tuple[type[MediaError], ErrorCode], ...] = (
+    (FileTooBig, ErrorCode.PAYLOAD_TOO_LARGE),
+    (UnsupportedType, ErrorCode.UNSUPPORTED_ATTACHMENT),
+    (BrokenFile, ErrorCode.BROKEN_ATTACHMENT),
+    (NoTextLayer, ErrorCode.NO_TEXT_LAYER),
+    (NoAudio, ErrorCode.NO_AUDIO),
+    (AudioTooLong, ErrorCode.AUDIO_TOO_LONG),
+)
 _LLM_CODES: tuple[tuple[type[LLMError], ErrorCode], ...] = (
     (LLMRateLimited, ErrorCode.LLM_RATE_LIMITED),
     (LLMTimeout, ErrorCode.LLM_TIMEOUT),

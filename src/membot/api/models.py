@@ -4,6 +4,8 @@ these same models, so what is described is what is enforced."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from typing import Any, Final, Literal
 from urllib.parse import unquote
@@ -12,12 +14,53 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from membot.api.errors import ApiError, ErrorCode
+from membot.core.media import Upload
 from membot.core.sessions import SessionRequest
 from membot.llm.structured import load_schema, schema_object
 from membot.memory.state import SessionConfig
 
-#: Larger bodies are refused (413) before they are parsed.
-MAX_BODY_BYTES: Final = 64 * 1024
+#: Larger bodies are refused (413) before they are parsed: room for a 20 MB file, whose
+#: base64 takes a third more.
+MAX_BODY_BYTES: Final = 25 * 1024 * 1024
+MAX_ATTACHMENTS: Final = 10
+_UPLOAD_KINDS: Final = {"image": "photo", "audio": "audio", "document": "document"}
+
+
+class Attachment(BaseModel):
+    """A file sent with the message, processed in the same turn: an image (shown to a model
+    that sees images, kept for follow-up questions), audio (transcribed: the transcript is
+    the user's words) or a document (PDF or text: read, kept, searchable)."""
+
+    model_config = ConfigDict(
+        strict=True, extra="forbid", frozen=True, alias_generator=to_camel, title="Attachment"
+    )
+
+    type: Literal["image", "audio", "document"] = Field(description="What the file is.")
+    mime_type: str | None = Field(
+        default=None,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(;.*)?$",
+        description="Its MIME type, e.g. image/jpeg, audio/ogg, application/pdf.",
+    )
+    name: str | None = Field(
+        default=None, max_length=255, description="Its file name (tells a document's type)."
+    )
+    data: str = Field(
+        min_length=1,
+        description="The file's bytes, base64 (standard alphabet, padded; no data: prefix).",
+        json_schema_extra={"contentEncoding": "base64"},
+    )
+
+    def to_upload(self) -> Upload:
+        """The bytes for the turn; ApiError(INVALID_ATTACHMENT) when data is not base64."""
+        try:
+            data = base64.b64decode(self.data, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(ErrorCode.INVALID_ATTACHMENT) from None
+        if not data:
+            raise ApiError(ErrorCode.INVALID_ATTACHMENT)
+        kind = _UPLOAD_KINDS[self.type]
+        return Upload(kind, data, mime=self.mime_type, name=self.name)  # type: ignore[arg-type]
 
 
 class ChatRequest(BaseModel):
@@ -62,6 +105,14 @@ class ChatRequest(BaseModel):
     session_id: uuid.UUID | None = Field(
         default=None, description="Continue this session; its first request's settings win."
     )
+    attachments: list[Attachment] | None = Field(
+        default=None,
+        max_length=MAX_ATTACHMENTS,
+        description=(
+            "Files sent with the message, understood in the same turn (at most 10; the "
+            "whole body at most 25 MB)."
+        ),
+    )
 
     @field_validator("message")
     @classmethod
@@ -94,6 +145,7 @@ class ChatRequest(BaseModel):
             session_id=self.session_id,
             max_rounds=self.max_rounds,
             config=config,
+            uploads=tuple(a.to_upload() for a in self.attachments or ()),
         )
 
 

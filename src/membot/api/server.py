@@ -232,6 +232,7 @@ async def serve_forever(
         if before_serving is not None:
             before_serving()
         await server.start()
+        await core.serving()
         log.info(
             "membot api started on %s: model=%s data_dir=%s",
             server.url,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from membot.clock import Clock, utc_now
+from membot.core.media import Upload
 from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.core.turnlock import ConversationBusy
@@ -60,6 +61,7 @@ class SessionRequest:
     session_id: uuid.UUID | None = None
     max_rounds: int | None = None
     config: SessionConfig = field(default_factory=SessionConfig)
+    uploads: tuple[Upload, ...] = ()  # files of this round (core/media.py), understood in it
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,7 @@ class Sessions:
         self._check_rounds(request.max_rounds)
         if request.session_id is None:
             return await self._open(request)
-        return await self._continue(request.session_id, request.message)
+        return await self._continue(request.session_id, request.message, request.uploads)
 
     def _storage_up(self) -> bool:
         return self.health is None or self.health.available
@@ -131,7 +133,7 @@ class Sessions:
             # While the storage is down no later round could find this one: one round it is.
             log.info("%s: storage unavailable, answered as a single round", cid)
             request = replace(request, max_rounds=None)
-        incoming = Incoming(cid, request.message)
+        incoming = Incoming(cid, request.message, uploads=request.uploads)
         async with self.service.exclusive(cid):
             if request.max_rounds is None:
                 # One plain round (no round text in the prompt), and the dialog is over.
@@ -149,10 +151,12 @@ class Sessions:
                 result = await self.service.consult(incoming, request.max_rounds, _Quiet(), options)
         return _reply(sid, result)
 
-    async def _continue(self, sid: uuid.UUID, message: str) -> SessionReply:
+    async def _continue(
+        self, sid: uuid.UUID, message: str, uploads: tuple[Upload, ...] = ()
+    ) -> SessionReply:
         cid = ConversationId.api(sid)
         try:
-            return await self._next_round(cid, sid, message)
+            return await self._next_round(cid, sid, Incoming(cid, message, uploads=uploads))
         except ConversationBusy:
             # Busy, but perhaps only because the sweep is deleting it: an expired or unknown
             # session is SESSION_NOT_FOUND whoever holds its turn.
@@ -161,7 +165,9 @@ class Sessions:
                 raise SessionNotFound("no such session") from None
             raise
 
-    async def _next_round(self, cid: ConversationId, sid: uuid.UUID, message: str) -> SessionReply:
+    async def _next_round(
+        self, cid: ConversationId, sid: uuid.UUID, incoming: Incoming
+    ) -> SessionReply:
         # Refused at once when busy (ConversationBusy): a round is never queued behind
         # another, so rounds cannot interleave or be counted twice.
         async with self.service.exclusive(cid):
@@ -176,7 +182,7 @@ class Sessions:
                 raise SessionNotFound("the session expired")
             if not meta.state.consulting:
                 raise DialogCompleted("the dialog is complete")
-            result = await self.service.say(Incoming(cid, message), _Quiet(), self._options(config))
+            result = await self.service.say(incoming, _Quiet(), self._options(config))
         return _reply(sid, result)
 
     def _options(

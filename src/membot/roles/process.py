@@ -56,6 +56,7 @@ class Process:
                 await p.source.start()
             if p.api is not None:
                 await p.api.start()  # a port already taken fails the start-up cleanly
+            await p.core.serving()  # which models see images: once the checks have passed
         except BaseException:
             await self._release()
             raise

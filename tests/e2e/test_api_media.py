@@ -1,0 +1,204 @@
+"""End to end (#18): POST /api/chat with `attachments`, against the real HTTP API, the real
+core, real files (and real Redis), and the fake LLM as a real HTTP server; media made in the
+tests (tests/media_files.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from membot.api.models import MAX_BODY_BYTES
+from membot.ids import ConversationId
+from membot.memory.redis import RedisRepository
+from tests import api_support, media_files
+from tests.api_support import RunningApi, StartApi
+from tests.e2e.conftest import REDIS_URL
+from tests.fakes import FakeLLM
+
+start_api = api_support.start_api
+
+VISION = "vision/model"
+TEXT_ONLY = "test/model"
+
+
+@pytest.fixture
+async def api(start_api: StartApi, llm: FakeLLM) -> RunningApi:
+    llm.models = {VISION: ["text", "image"], TEXT_ONLY: ["text"]}
+    return await start_api(openrouter_model=VISION, models=f"{VISION},{TEXT_ONLY}")
+
+
+def attachment(kind: str, data: bytes, mime: str | None = None, name: str | None = None) -> Any:
+    out: dict[str, Any] = {"type": kind, "data": base64.b64encode(data).decode()}
+    if mime is not None:
+        out["mimeType"] = mime
+    if name is not None:
+        out["name"] = name
+    return out
+
+
+def image_urls(body: dict[str, Any]) -> list[str]:
+    return [
+        part["image_url"]["url"]
+        for message in body["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[0]["text"]
+
+
+async def test_an_image_goes_to_a_vision_model_and_is_kept(api: RunningApi, llm: FakeLLM) -> None:
+    photo = media_files.jpeg(200, 100)
+    llm.script("A grey gradient.")
+    answer = await api.client.chat(
+        {"message": "What is this?", "attachments": [attachment("image", photo, "image/jpeg")]}
+    )
+    assert (answer.status, answer.body["content"]) == (200, "A grey gradient.")
+    [url] = image_urls(llm.chat_requests[-1])
+    assert base64.b64decode(url.removeprefix("data:image/jpeg;base64,")) == photo
+    assert last_user_text(llm.chat_requests[-1]) == "[image]\nWhat is this?"
+    [stored, _] = api.stored(answer.body["sessionId"])
+    [kept] = stored["attachments"]
+    assert (kept["kind"], kept["size"], stored["content"]) == ("image", len(photo), "What is this?")
+    files = api.session_dir(answer.body["sessionId"]) / "files"
+    assert (files / kept["file"]).read_bytes() == photo
+    raw = (api.session_dir(answer.body["sessionId"]) / "messages.txt").read_text()
+    assert attachment("image", photo)["data"][:40] not in raw  # never base64 in the archive
+
+
+async def test_an_image_for_a_text_only_model_is_400(api: RunningApi, llm: FakeLLM) -> None:
+    body = {
+        "message": "What is this?",
+        "model": TEXT_ONLY,
+        "attachments": [attachment("image", media_files.png(32, 32), "image/png")],
+    }
+    answer = await api.client.chat(body)
+    assert (answer.status, answer.code) == (400, "MODEL_SEES_NO_IMAGES")
+    assert VISION in answer.body["error"] and TEXT_ONLY in answer.body["error"]
+    assert llm.chat_requests == [] and api.sessions_on_disk() == []
+
+
+async def test_a_voice_note_is_transcribed_answered_kept_and_searchable(
+    api: RunningApi, llm: FakeLLM
+) -> None:
+    llm.script_transcription("the parking spot is number forty two")
+    llm.script("Got it: spot 42.")
+    voice = media_files.ogg_voice(1.5)
+    answer = await api.client.chat(
+        {"message": "Remember this", "attachments": [attachment("audio", voice, "audio/ogg")]}
+    )
+    assert answer.status == 200
+    [request] = llm.transcription_requests
+    assert base64.b64decode(request["input_audio"]["data"]) == voice
+    assert "the parking spot is number forty two" in last_user_text(llm.chat_requests[-1])
+    [stored, _] = api.stored(answer.body["sessionId"])
+    assert stored["content"] == "Remember this\n\nthe parking spot is number forty two"
+    assert stored["attachments"][0]["kind"] == "audio"
+    cid = ConversationId.api(answer.body["sessionId"])
+    assert api.core.agent.search is not None
+    hits = await api.core.agent.search.search(cid, "parking spot")
+    assert hits and "forty two" in hits[0].content
+
+
+async def test_a_pdf_with_text_is_read_for_the_turn(api: RunningApi, llm: FakeLLM) -> None:
+    pdf = media_files.pdf_with_text("The deposit is 500 euros.")
+    llm.script("500 euros.")
+    body = {
+        "message": "What is the deposit?",
+        "attachments": [attachment("document", pdf, "application/pdf", "lease.pdf")],
+    }
+    answer = await api.client.chat(body)
+    assert answer.status == 200
+    text = last_user_text(llm.chat_requests[-1])
+    assert text.startswith("[document lease.pdf (1 pages")
+    assert "The deposit is 500 euros." in text
+
+
+@pytest.mark.parametrize(
+    ("item", "code"),
+    [
+        (attachment("document", media_files.pdf_scanned(), "application/pdf"), "NO_TEXT_LAYER"),
+        (attachment("document", media_files.pdf_broken(), "application/pdf"), "BROKEN_ATTACHMENT"),
+        (attachment("image", media_files.jpeg()[:300], "image/jpeg"), "BROKEN_ATTACHMENT"),
+        (attachment("audio", b"definitely not audio", "audio/ogg"), "BROKEN_ATTACHMENT"),
+        (attachment("document", b"PK\x03\x04", "application/zip"), "UNSUPPORTED_ATTACHMENT"),
+        ({"type": "image", "data": "not base64 !!"}, "INVALID_ATTACHMENT"),
+    ],
+    ids=["scanned-pdf", "broken-pdf", "cut-jpeg", "not-audio", "zip", "not-base64"],
+)
+async def test_an_attachment_that_cannot_be_used_is_400_and_stores_nothing(
+    api: RunningApi, llm: FakeLLM, item: dict[str, Any], code: str
+) -> None:
+    answer = await api.client.chat({"message": "read this", "attachments": [item]})
+    assert (answer.status, answer.code) == (400, code)
+    assert llm.chat_requests == [] and llm.transcription_requests == []
+    assert api.sessions_on_disk() == []
+
+
+async def test_a_malformed_attachment_is_invalid_request(api: RunningApi, llm: FakeLLM) -> None:
+    for item in ({"type": "video", "data": "AAAA"}, {"type": "image"}, "AAAA"):
+        answer = await api.client.chat({"message": "hi", "attachments": [item]})
+        assert (answer.status, answer.code) == (400, "INVALID_REQUEST")
+    assert llm.requests == []
+
+
+async def test_a_body_over_25_mb_is_413(api: RunningApi, llm: FakeLLM) -> None:
+    head = b'{"message": "hi", "attachments": [{"type": "document", "mimeType": "text/plain", '
+    head += b'"data": "'
+    tail = b'"}]}'
+    fits = media_files_text(MAX_BODY_BYTES - len(head) - len(tail))
+    llm.script("A lot of a's.")
+    assert (await api.client.chat(head + fits + tail)).status == 200
+    too_big = await api.client.chat(head + fits + b"AAAA" + tail)
+    assert (too_big.status, too_big.code) == (413, "PAYLOAD_TOO_LARGE")
+    assert len(llm.chat_requests) == 1
+
+
+def media_files_text(size: int) -> bytes:
+    """Base64 of plain text, exactly `size` characters (a multiple of 4 below it)."""
+    raw = b"a" * ((size // 4) * 3)
+    return base64.b64encode(raw)
+
+
+async def test_a_follow_up_about_an_image_is_answered_by_another_process_from_redis(
+    start_api: StartApi, llm: FakeLLM, redis_repo: RedisRepository, tmp_path: Path
+) -> None:
+    llm.models = {VISION: ["text", "image"]}
+    shared = {
+        "storage": "redis",
+        "redis_url": REDIS_URL,
+        "redis_prefix": redis_repo.prefix,
+        "openrouter_model": VISION,
+    }
+    first = await start_api(data_dir=tmp_path / "first", **shared)
+    second = await start_api(data_dir=tmp_path / "second", **shared)
+    photo = media_files.jpeg(120, 90)
+    llm.script("A receipt, I think.", "About 12 cm wide.")
+    opened = await first.client.chat(
+        {
+            "message": "Keep this receipt",
+            "maxRounds": 2,
+            "attachments": [attachment("image", photo, "image/jpeg")],
+        }
+    )
+    assert opened.status == 200
+    follow = await second.client.chat(
+        {"message": "and how big is it?", "sessionId": opened.body["sessionId"]}
+    )
+    assert follow.status == 200
+    [url] = image_urls(llm.chat_requests[-1])  # read back from Redis by the second process
+    assert base64.b64decode(url.removeprefix("data:image/jpeg;base64,")) == photo
+    assert not (tmp_path / "second" / "api").exists()
+    cid = ConversationId.api(opened.body["sessionId"])
+    assert json.loads(await redis_repo.client.hget(redis_repo.keys(cid).meta, "state") or "{}")
+    assert await redis_repo.client.ttl(redis_repo.keys(cid).files) == await redis_repo.client.ttl(
+        redis_repo.keys(cid).meta
+    )
