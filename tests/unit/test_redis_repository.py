@@ -29,6 +29,7 @@ from membot.config import ConfigError, Settings, env_names, load_settings
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message
 from membot.memory import redis as redis_module
+from membot.memory.attachment import new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
 from membot.memory.redis import RedisRepository
@@ -118,6 +119,7 @@ async def test_a_ttl_is_refreshed_by_activity_but_not_by_a_summary(make_repo: Ma
     keys = repo.keys(CID)
     await repo.append(CID, turn("q"))
     await repo.add_fact(CID, "a fact", 10)
+    await repo.put_file(CID, new_file_key("jpg"), b"an image")  # files live as long
     for key in keys.conversation:
         if key not in (keys.summary, keys.summaries):
             assert 990 <= await repo.client.ttl(key) <= 1000, key
