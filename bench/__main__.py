@@ -37,6 +37,7 @@ SECTIONS = (
     "startup",
     "scale",
     "stored",
+    "media",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

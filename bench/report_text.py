@@ -348,6 +348,42 @@ samples of every case are in `bench/results.json` under `raw.stored`.
 """,
 )
 
+MEDIA = Section(
+    name="media",
+    title="Voice and photos",
+    source="bench/media.py",
+    summary="what a voice message and a photo add to a turn, against a text message",
+    what="""
+The real core (files with fsync, the usage ledger, the model catalog and the transcriber)
+against a fake model that answers chat calls and transcriptions at once, so that what is
+measured is membot's own work per message; a real transcription's time is the endpoint's
+and comes on top. One message at a time through `ConversationService.say`, as a front door
+sends it after downloading the file: a short text question, a 3 s Telegram voice (OGG/Opus,
+sent as it is, base64 in JSON, the transcript charged in the ledger), and a 1280x960 JPEG
+photo (decoded and checked with Pillow, kept as a conversation file, sent as a data URL, and
+read back by the chat's next turns). Each kind has 10 chats of its own; the kinds take turns
+round by round, and the ratios are those of the same rounds. CPU per message is the
+process's (core, worker threads and fakes together).
+""",
+    found="""
+A text message took [[zero-latency model|text: p50]]
+(p50) and [[zero-latency model|text: CPU per message]]
+of CPU. A voice message took [[zero-latency model|voice: p50]]
+([[zero-latency model|voice: added p50]] more: [[zero-latency model|voice / text: p50]]
+the text message's; CPU [[zero-latency model|voice / text: CPU]]),
+and a photo [[zero-latency model|photo: p50]]
+([[zero-latency model|photo: added p50]] more: [[zero-latency model|photo / text: p50]];
+CPU [[zero-latency model|photo / text: CPU]]).
+""",
+    reading="""
+A voice adds one more HTTP round trip (the transcription) and its ledger record; the audio is
+not decoded when it is OGG/Opus already. A photo adds the image's decode (to check it), a
+fsync'd file, and the base64 of a few hundred KB in every request while it stays in view
+(up to `MAX_IMAGES_IN_PROMPT` images of the chat). Against a real model's seconds, and a real
+transcription's, these milliseconds do not change what a user waits.
+""",
+)
+
 SECTIONS: tuple[Section, ...] = (
     OVERHEAD,
     PARTS,
@@ -359,4 +395,5 @@ SECTIONS: tuple[Section, ...] = (
     STARTUP,
     SCALE,
     STORED,
+    MEDIA,
 )
