@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from tests import media_files
 from tests.fakes import FakeLLM
+from tests.fakes.openai_media import Transcription
 
 from membot.clock import utc_now
 from membot.config import Settings
 from membot.core.media import ModelSeesNoImages, Upload
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
+from membot.llm.errors import LLMUnavailable
 from membot.media.errors import BrokenFile, NoTextLayer, UnsupportedType
 from membot.usage.ledger import day_key
 from membot.wiring import Core, build_core
@@ -210,3 +212,32 @@ async def test_reset_forgets_the_files(start_core: Callable[..., Any], llm: Fake
     assert await core.repository.get_file(CHAT, key) == b"notes: buy milk"
     await core.service.reset(CHAT)
     assert await core.repository.get_file(CHAT, key) is None
+
+
+async def test_a_video_note_is_heard_through_its_sound_track(
+    start_core: Callable[..., Any], llm: FakeLLM
+) -> None:
+    core = await start_core()
+    llm.script_transcription("hello from the round video")
+    llm.script("Hello!")
+    note = Upload("video_note", media_files.video_note(1.0), mime="video/mp4")
+    result = await say(core, "", note)
+    assert result.heard == "hello from the round video"
+    [request] = llm.transcription_requests
+    assert request["input_audio"]["format"] == "ogg"  # the AAC track, as OGG/Opus
+    [stored, _] = await core.repository.tail(CHAT, 10)
+    assert [a.kind for a in stored.attachments] == ["video_note"]
+    assert stored.content == "hello from the round video"
+
+
+async def test_a_failed_transcription_stores_nothing(
+    start_core: Callable[..., Any], llm: FakeLLM
+) -> None:
+    core = await start_core()
+    llm.script_transcription(Transcription(status=503, error_message="overloaded"))
+    with pytest.raises(LLMUnavailable):
+        await say(core, "", Upload("voice", media_files.ogg_voice(1.0), mime="audio/ogg"))
+    assert llm.chat_requests == []
+    assert await core.repository.tail(CHAT, 10) == []
+    totals = await core.ledger.totals("user", str(USER), day_key(utc_now()))
+    assert totals.calls == 0

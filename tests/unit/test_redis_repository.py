@@ -29,7 +29,7 @@ from membot.config import ConfigError, Settings, env_names, load_settings
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message
 from membot.memory import redis as redis_module
-from membot.memory.attachment import new_file_key
+from membot.memory.attachment import Attachment, new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
 from membot.memory.redis import RedisRepository
@@ -434,7 +434,8 @@ async def test_membot_migrate_runs_without_tokens(make_repo: MakeRepo, tmp_path:
     )
     assert done.returncode == 0, done.stderr
     assert "3 conversations (3 copied, 0 skipped" in done.stdout
-    assert "152 messages copied" in done.stdout  # REDIS_MAX_MESSAGES: 10,000 by default
+    # REDIS_MAX_MESSAGES: 10,000 by default
+    assert "152 messages copied with 0 files" in done.stdout
     assert (await repo.get_meta(CID)).messages_total == 150
 
 
@@ -449,3 +450,32 @@ def test_membot_migrate_config_errors_are_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "REDIS_MAX_MESSAGES is invalid" in err
     assert run_migrate("files", "files") == 2
+
+
+async def test_migrate_copies_the_conversations_files_both_ways(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    files = FilesSide(FileRepository(tmp_path / "data"))
+    image, text = new_file_key("jpg"), new_file_key("txt")
+    photo = Attachment(kind="image", file=image, mime="image/jpeg", size=4)
+    document = Attachment(kind="document", file=text, name="a.txt", chars=5)
+    await files.repository.put_file(SESSION, image, b"\xff\xd8\xff\xe0")
+    await files.repository.put_file(SESSION, text, b"notes")
+    voice = Attachment(kind="voice", seconds=1.0)
+    messages = [
+        Message(role="user", content="look", attachments=(photo, voice)),
+        Message(role="assistant", content="seen"),
+        Message(role="user", content="and read", attachments=(document,)),
+    ]
+    await files.repository.append(SESSION, messages)
+    redis = RedisSide(make_repo(ttl=1000))
+    report = await migrate(files, redis)
+    assert (report.copied, report.files) == (1, 2)
+    assert await redis.repository.get_file(SESSION, image) == b"\xff\xd8\xff\xe0"
+    assert await redis.repository.get_file(SESSION, text) == b"notes"
+    assert 0 < await redis.repository.client.ttl(redis.repository.keys(SESSION).files) <= 1000
+    back = FilesSide(FileRepository(tmp_path / "back"))
+    assert (await migrate(redis, back)).files == 2
+    assert await back.repository.get_file(SESSION, text) == b"notes"
+    [first, _, _] = await back.repository.tail(SESSION, 10)
+    assert first.attachments == (photo, voice)

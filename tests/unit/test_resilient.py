@@ -22,12 +22,14 @@ from redis.exceptions import ResponseError
 from tests.scripted import RecordingSink, ScriptedModel
 
 from membot.core.agent import Agent
+from membot.core.media import MediaReader, Upload
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
 from membot.core.summarizer import Summarizer
 from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import ConversationState, MemoryRepository, Message
+from membot.memory.attachment import new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.changes import Change
 from membot.memory.health import RedisHealth
@@ -128,6 +130,14 @@ class Switchable:
     async def conversations(self, namespace: str) -> list[ConversationId]:
         self._gate()
         return await self.store.conversations(namespace)
+
+    async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
+        self._gate()
+        await self.store.put_file(cid, key, data)
+
+    async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
+        self._gate()
+        return await self.store.get_file(cid, key)
 
     async def reset(self, cid: ConversationId) -> None:
         self._gate()
@@ -549,3 +559,35 @@ async def test_a_left_spool_holds_up_only_its_own_conversations(
     await until(lambda: not second.spool.pending, "the spool written in the background")
     assert texts(await inner.store.tail(CID, 10)) == ["left", "re: left"]
     await second.close()
+
+
+async def test_files_are_not_spooled_a_turn_bringing_one_fails_whole_and_text_goes_on(
+    repo: ResilientRepository, inner: Switchable
+) -> None:
+    """While Redis is down a conversation file can be neither kept nor read (a local spool
+    is not reachable by the other processes): the turn that brings one fails with
+    StorageUnavailable and stores nothing; a text message is still answered."""
+    model = ScriptedModel()
+    agent = Agent(
+        model=model,
+        repository=repo,
+        prompts=PromptBuilder("You are the test assistant."),
+        summarizer=Summarizer(model, repo, every=1000),
+        window_size=20,
+        detect=lambda text: "en",
+        media=MediaReader(transcriber=None, catalog=None, ledger=None, default_model="m"),
+    )
+    key = new_file_key("txt")
+    inner.down = True
+    with pytest.raises(StorageUnavailable):
+        await repo.put_file(CID, key, b"notes")
+    with pytest.raises(StorageUnavailable):
+        await repo.get_file(CID, key)
+    model.script("read it", "hello")
+    note = Upload("document", b"buy milk", mime="text/plain", name="notes.txt")
+    with pytest.raises(StorageUnavailable):
+        await agent.respond(Incoming(CID, "my notes", uploads=(note,)), RecordingSink())
+    assert repo.spool.pending == []
+    answered = await agent.respond(Incoming(CID, "hi there"), RecordingSink())
+    assert answered.reply == "hello"
+    assert [c.op for c in repo.spool.pending] == ["append"]

@@ -1,6 +1,6 @@
 """`membot migrate --from files --to redis` (and back): copy every conversation of both
 namespaces, with all a backend keeps of it: the messages with their seq, the summary and the
-summaries log, the facts, and meta (generation, state, counters, timestamps).
+summaries log, the facts, meta (generation, state, counters, timestamps), and its files.
 
 Idempotent: a conversation the target already holds identically is skipped, so a second run
 copies nothing. One the target holds differently (the bot ran on the target since) is left
@@ -30,6 +30,7 @@ from membot.ids import NAMESPACES, ConversationId
 from membot.memory.archive import read_text
 from membot.memory.base import ChatRepository
 from membot.memory.durable import append_lines, fsync_dir, replace_atomic
+from membot.memory.filecopy import batches, copy_files
 from membot.memory.files import FileRepository
 from membot.memory.layout import FACTS, MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message
@@ -59,6 +60,7 @@ class Report:
     copied: int = 0
     skipped: int = 0
     messages: int = 0
+    files: int = 0
     conflicts: list[ConversationId] = field(default_factory=list)
 
 
@@ -104,7 +106,7 @@ class FilesSide:
         building = root / f"{_BUILDING}{cid.namespace}-{cid.key}-{uuid.uuid4().hex}"
         await asyncio.to_thread(building.mkdir, mode=0o700, parents=True)
         count = 0
-        async for batch in _batches(messages):
+        async for batch in batches(messages, BATCH):
             payload = "".join(m.to_json() + "\n" for m in batch).encode()
             await asyncio.to_thread(append_lines, building / MESSAGES, payload)
             count += len(batch)
@@ -154,7 +156,7 @@ class RedisSide:
         await self.client.delete(*k.conversation)
         keep_after = meta.messages_total - repo.max_messages  # what REDIS_MAX_MESSAGES keeps
         count = 0
-        async for batch in _batches(messages):
+        async for batch in batches(messages, BATCH):
             kept = {m.to_json(): m.seq for m in batch if m.seq > keep_after}
             if kept:
                 await self.client.zadd(k.messages, kept)
@@ -176,17 +178,6 @@ class RedisSide:
                     pipe.expire(key, repo.ttl)
             await pipe.execute()
         return count
-
-
-async def _batches(messages: AsyncIterator[Message]) -> AsyncIterator[list[Message]]:
-    batch: list[Message] = []
-    async for message in messages:
-        batch.append(message)
-        if len(batch) >= BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _fingerprint(meta: ChatMeta, extras: Extras) -> tuple[Any, ...]:
@@ -223,6 +214,7 @@ async def migrate(source: Side, target: Side, *, overwrite: bool = False) -> Rep
                 report.messages += await target.write(cid, meta, extras, stream)
             finally:
                 await stream.aclose()
+            report.files += await copy_files(source.repository, target.repository, cid)
             report.copied += 1
     return report
 
@@ -285,7 +277,8 @@ def run_migrate(source: str, target: str, *, overwrite: bool = False) -> int:
     print(
         f"migrated {source} -> {target}: {report.conversations} conversations "
         f"({report.copied} copied, {report.skipped} skipped as already there, "
-        f"{len(report.conflicts)} conflicting), {report.messages} messages copied"
+        f"{len(report.conflicts)} conflicting), {report.messages} messages copied "
+        f"with {report.files} files"
     )
     if report.conflicts:
         shown = ", ".join(str(cid) for cid in report.conflicts)
