@@ -48,7 +48,6 @@ from membot.memory.durable import (
 )
 from membot.memory.hot import HotContexts
 from membot.memory.layout import (
-    FACTS,
     FILES,
     MESSAGES,
     META,
@@ -61,8 +60,8 @@ from membot.memory.layout import (
     remove,
     write_meta,
 )
-from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso
-from membot.memory.smallfiles import read_facts, write_json
+from membot.memory.models import ChatContext, ChatMeta, Message, Summary
+from membot.memory.smallfiles import FACTS, add_fact, read_facts, remove_facts
 from membot.memory.state import ConversationState
 
 log = logging.getLogger(__name__)
@@ -146,10 +145,10 @@ class FileRepository:
         return await self._write(cid, self._set_state_sync, cid, state)
 
     async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
-        return await self._write(cid, self._add_fact_sync, cid, fact, limit)
+        return await self._write(cid, add_fact, self.conversation_dir(cid), fact, limit)
 
     async def remove_facts(self, cid: ConversationId, facts: Sequence[str]) -> list[str]:
-        return await self._write(cid, self._remove_facts_sync, cid, list(facts))
+        return await self._write(cid, remove_facts, self.conversation_dir(cid), list(facts))
 
     async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
         path = self.conversation_dir(cid) / FILES / check_file_key(key)
@@ -286,24 +285,3 @@ class FileRepository:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_meta(directory, meta)
         return meta
-
-    def _add_fact_sync(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
-        directory = self.conversation_dir(cid)
-        facts = read_facts(directory / FACTS, keep_unreadable=True)
-        if any(f["text"].casefold() == fact.casefold() for f in facts):
-            return False
-        if len(facts) >= limit:
-            return None
-        facts.append({"text": fact, "added_at": iso(utc_now())})
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_json(directory / FACTS, {"facts": facts})
-        return True
-
-    def _remove_facts_sync(self, cid: ConversationId, texts: list[str]) -> list[str]:
-        path = self.conversation_dir(cid) / FACTS
-        facts = read_facts(path, keep_unreadable=True)
-        keep = [f for f in facts if f["text"] not in texts]
-        removed = [f["text"] for f in facts if f["text"] in texts]
-        if removed:
-            write_json(path, {"facts": keep})
-        return removed

@@ -23,7 +23,6 @@ MESSAGES = "messages.txt"
 SUMMARY = "summary.txt"
 SUMMARIES_LOG = "summaries.log"
 META = "meta.json"
-FACTS = "facts.json"
 FILES = "files"
 GRAVE_PREFIX = ".deleted-"  # a reset conversation's directory, renamed away before deletion
 

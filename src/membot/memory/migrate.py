@@ -32,12 +32,12 @@ from membot.memory.base import ChatRepository
 from membot.memory.durable import append_lines, fsync_dir, replace_atomic
 from membot.memory.filecopy import batches, copy_files
 from membot.memory.files import FileRepository
-from membot.memory.layout import FACTS, MESSAGES, META, SUMMARIES_LOG, SUMMARY
+from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message
 from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
 from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash
-from membot.memory.smallfiles import read_facts, write_json
+from membot.memory.smallfiles import FACTS, read_facts, write_json
 
 BACKENDS = ("files", "redis")
 BATCH = 1000  # messages per write

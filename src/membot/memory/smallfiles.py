@@ -12,8 +12,11 @@ from typing import Any
 from membot.clock import utc_now
 from membot.memory.archive import read_small
 from membot.memory.durable import replace_atomic
+from membot.memory.models import iso
 
 log = logging.getLogger(__name__)
+
+FACTS = "facts.json"
 
 
 def write_json(path: Path, data: dict[str, Any], *, sync_dir: bool = True) -> None:
@@ -44,3 +47,28 @@ def read_facts(path: Path, *, keep_unreadable: bool = False) -> list[dict[str, s
             os.replace(path, aside)
             log.warning("kept the unreadable facts as %s", aside.name)
         return []
+
+
+def add_fact(directory: Path, fact: str, limit: int) -> bool | None:
+    """Keep a fact in facts.json: False when it is there already (in any case), None when
+    `limit` facts are kept already."""
+    facts = read_facts(directory / FACTS, keep_unreadable=True)
+    if any(f["text"].casefold() == fact.casefold() for f in facts):
+        return False
+    if len(facts) >= limit:
+        return None
+    facts.append({"text": fact, "added_at": iso(utc_now())})
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_json(directory / FACTS, {"facts": facts})
+    return True
+
+
+def remove_facts(directory: Path, texts: list[str]) -> list[str]:
+    """Forget these facts (exact texts); the ones that were kept."""
+    path = directory / FACTS
+    facts = read_facts(path, keep_unreadable=True)
+    keep = [f for f in facts if f["text"] not in texts]
+    removed = [f["text"] for f in facts if f["text"] in texts]
+    if removed:
+        write_json(path, {"facts": keep})
+    return removed
