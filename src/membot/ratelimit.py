@@ -82,7 +82,10 @@ def gcra(
     return wait, new
 
 
-class Limits(Protocol):
+class SendLimits(Protocol):
+    """Telegram's limits on sending (GCRA), per chat and for the whole bot: the send path asks
+    before each message. Not usage.Limits (the users' budgets)."""
+
     async def acquire(self, chat_id: int) -> None:
         """Wait until a message may be sent to the chat, and count it."""
 
@@ -227,7 +230,7 @@ class RedisLimits:
             log.info("Telegram rate limits: shared through Redis again")
 
 
-def build_limits(telegram: TelegramSettings, shared: tuple[Redis, str] | None) -> Limits:
+def build_limits(telegram: TelegramSettings, shared: tuple[Redis, str] | None) -> SendLimits:
     """Telegram's limits; `shared` (a Redis client and the key prefix) when every process
     answers from one queue (QUEUE=redis) and so must count the same sends."""
     rates = Rates.of(telegram)

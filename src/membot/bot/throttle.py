@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from aiogram.methods import TelegramMethod
     from aiogram.methods.base import Response
 
-    from membot.ratelimit import Limits
+    from membot.ratelimit import SendLimits
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def paced_chat(method: object) -> int | None:
 
 
 class Throttle(BaseRequestMiddleware):
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: SendLimits) -> None:
         self.limits = limits
 
     async def __call__(
