@@ -12,12 +12,10 @@ message text, system prompts or tokens.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
 import logging
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -33,7 +31,7 @@ from membot.core.session_sweep import SessionSweeper, sweep_interval
 from membot.core.sessions import Sessions
 from membot.errors import MembotError
 from membot.listen import listen
-from membot.wiring import Core, build_core, shutdown_grace
+from membot.wiring import Core, shutdown_grace
 
 log = logging.getLogger("membot.api")
 
@@ -214,49 +212,3 @@ def _error_response(error: ApiError) -> web.Response:
     if error.code is ErrorCode.UNAUTHORIZED:
         response.headers["WWW-Authenticate"] = "Bearer"
     return response
-
-
-# -- `membot api` ------------------------------------------------------------------------------
-
-
-async def serve_forever(
-    settings: Settings, before_serving: Callable[[], object] | None = None
-) -> None:
-    """Serve the API alone until SIGINT or SIGTERM, then shut down gracefully: stop taking
-    requests, let those in progress finish, release everything. `before_serving` runs once
-    everything is built and started, before the port takes requests."""
-    core = build_core(settings)
-    server = ApiServer(settings, core)
-    try:
-        await core.start()
-        if before_serving is not None:
-            before_serving()
-        await server.start()
-        await core.serving()
-        log.info(
-            "membot api started on %s: model=%s data_dir=%s",
-            server.url,
-            settings.default_model,
-            settings.data_dir,
-        )
-        await _until_signalled()
-        log.info("membot api stopping")
-        await server.stop_accepting()
-        await core.service.wait_idle(shutdown_grace(settings))
-    finally:
-        await server.close()
-        await core.aclose()
-    log.info("membot api stopped")
-
-
-async def _until_signalled() -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for sig in signals:
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
-from collections.abc import Callable, Iterator
 
 from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.roles.factory import Parts, build_parts
+from membot.roles.signals import on_signals
 from membot.wiring import Core, shutdown_grace
 
 log = logging.getLogger(__name__)
@@ -35,7 +34,7 @@ class Process:
     async def run(self, *, handle_signals: bool = True) -> None:
         await self.start()
         try:
-            with _signals(self._stopped.set) if handle_signals else contextlib.nullcontext():
+            with on_signals(self._stopped.set) if handle_signals else contextlib.nullcontext():
                 await self._stopped.wait()
         finally:
             await self.shutdown()
@@ -113,16 +112,3 @@ class Process:
             self._intake_open = False
             await self.parts.intake.stop()
             await self.parts.intake.close()
-
-
-@contextlib.contextmanager
-def _signals(stop: Callable[[], object]) -> Iterator[None]:
-    loop = asyncio.get_running_loop()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    for sig in signals:
-        loop.add_signal_handler(sig, stop)
-    try:
-        yield
-    finally:
-        for sig in signals:
-            loop.remove_signal_handler(sig)
