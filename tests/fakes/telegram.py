@@ -1021,15 +1021,46 @@ class FakeTelegram(LocalServer):
         data: bytes | None = None,
         width: int = 1280,
         height: int = 1280,
+        media_group_id: str | None = None,
+        caption_entities: list[dict[str, Any]] | None = None,
         **options: Unpack[MessageOptions],
     ) -> int:
-        """A photo in two sizes; with ``data``, its larger size is those bytes (getFile)."""
+        """A photo in two sizes; with ``data``, its larger size is those bytes (getFile).
+        ``media_group_id``: a part of an album (Telegram sends one update per part)."""
         message = self._incoming(chat_id, options)
         large = self.files.add(data, "photo") if data is not None else self._file("photo")
         message["photo"] = [
             {**self._file("photo"), "width": 90, "height": 90, "file_size": 1_200},
             {"file_size": 98_000, **large, "width": width, "height": height},
         ]
+        if caption is not None:
+            message["caption"] = caption
+        if caption_entities:
+            message["caption_entities"] = caption_entities
+        if media_group_id is not None:
+            message["media_group_id"] = media_group_id
+        return self.push_update({"message": message})
+
+    def push_audio(
+        self,
+        chat_id: int,
+        data: bytes,
+        *,
+        duration: int = 3,
+        file_name: str = "song.ogg",
+        mime_type: str = "audio/ogg",
+        caption: str | None = None,
+        **options: Unpack[MessageOptions],
+    ) -> int:
+        """An audio file (music, a recording sent as a file)."""
+        message = self._incoming(chat_id, options)
+        file = self.files.add(data, "audio")
+        message["audio"] = {
+            **file,
+            "duration": duration,
+            "file_name": file_name,
+            "mime_type": mime_type,
+        }
         if caption is not None:
             message["caption"] = caption
         return self.push_update({"message": message})
@@ -1076,11 +1107,18 @@ class FakeTelegram(LocalServer):
         file_name: str,
         mime_type: str | None = None,
         caption: str | None = None,
+        declare_size: bool = True,
+        media_group_id: str | None = None,
         **options: Unpack[MessageOptions],
     ) -> int:
-        """A file sent as a document (a PDF, a text file, an image sent uncompressed)."""
+        """A file sent as a document (a PDF, a text file, an image sent uncompressed).
+        Without ``declare_size`` the message says nothing of its size (getFile still does)."""
         message = self._incoming(chat_id, options)
         document: dict[str, Any] = {**self.files.add(data, "document", file_name)}
+        if not declare_size:
+            del document["file_size"]
+        if media_group_id is not None:
+            message["media_group_id"] = media_group_id
         document["file_name"] = file_name
         if mime_type is not None:
             document["mime_type"] = mime_type

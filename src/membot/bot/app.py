@@ -92,6 +92,7 @@ class MembotApp:
             disable_fsm=True,
             llm=settings.llm,
             conversation=settings.conversation,
+            media=settings.media,
             service=core.service,
             repository=core.repository,
             ledger=core.ledger,
@@ -134,8 +135,9 @@ class MembotApp:
 
     async def worth_keeping(self, update: Mapping[str, Any]) -> bool:
         """For the journal: only what would be answered again is kept, text (not commands,
-        the journal checks those) from an allowed user, and in a group only when addressed
-        to the bot. A refused outsider or group chatter leaves no trace on disk."""
+        the journal checks those) or a file the bot reads from an allowed user, and in a
+        group only when addressed to the bot. A refused outsider or group chatter leaves no
+        trace on disk."""
         raw = update.get("message")
         if not isinstance(raw, dict):
             return False

@@ -26,8 +26,20 @@ class Part:
     entities: list[dict[str, Any]] = field(default_factory=list)
 
 
-def render(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[Part]:
-    """Convert the model's Markdown and split it into parts Telegram accepts."""
+def render(markdown: str, limit: int = TELEGRAM_LIMIT, *, quote: str = "") -> list[Part]:
+    """Convert the model's Markdown and split it into parts Telegram accepts. `quote` is
+    plain text shown first as a quotation (what the bot heard in a voice message)."""
+    text, ents = _convert(markdown)
+    if quote:
+        head = quote + "\n\n"
+        shift = _utf16_offsets(head)[-1]
+        moved = [{**e, "offset": e["offset"] + shift} for e in ents]
+        quoted = {"type": "blockquote", "offset": 0, "length": shift - 2}
+        text, ents = head + text, [quoted, *moved]
+    return split_message(text, ents, limit)
+
+
+def _convert(markdown: str) -> tuple[str, list[dict[str, Any]]]:
     try:
         text, entities = telegramify_markdown.convert(markdown)
         ents = [e.to_dict() for e in entities]
@@ -41,7 +53,7 @@ def render(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[Part]:
         text, ents = markdown, []
     if not text.strip():
         text, ents = markdown, []
-    return split_message(text, ents, limit)
+    return text, ents
 
 
 def _utf16_offsets(text: str) -> list[int]:
@@ -141,13 +153,14 @@ async def send_markdown(
     *,
     reply_to: int | None = None,
     thread_id: int | None = None,
+    quote: str = "",
 ) -> None:
-    """Send an answer as one or more messages, in order.
+    """Send an answer as one or more messages, in order (`quote` first, see `render`).
 
     A part Telegram rejects with entities is re-sent as plain text; a flood-wait is waited
     out (bounded) and retried.
     """
-    await _send_parts(bot, chat_id, render(markdown), reply_to, thread_id)
+    await _send_parts(bot, chat_id, render(markdown, quote=quote), reply_to, thread_id)
 
 
 async def send_plain(

@@ -2,7 +2,17 @@
 
 from aiogram import Router
 
-from membot.bot.handlers import chat, chat_settings, commands, consult, errors, other
+from membot.bot.handlers import (
+    chat,
+    chat_settings,
+    commands,
+    consult,
+    documents,
+    errors,
+    other,
+    photos,
+    voice,
+)
 
 
 def build_routers() -> list[Router]:
@@ -11,6 +21,9 @@ def build_routers() -> list[Router]:
         consult.build_router(),
         chat_settings.build_router(),
         chat.build_router(),
+        voice.build_router(),
+        photos.build_router(),
+        documents.build_router(),
         other.build_router(),
         errors.build_router(),
     ]

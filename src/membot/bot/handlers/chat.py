@@ -22,6 +22,9 @@ from membot.usage import OverLimit
 
 log = logging.getLogger(__name__)
 
+# How much of a voice message's transcript is quoted above the answer.
+HEARD_CHARS = 300
+
 
 class TelegramSink:
     """The agent's ReplySink for one Telegram message: Markdown in, rendered parts out. The
@@ -35,9 +38,11 @@ class TelegramSink:
         await self._send(text)
 
     async def answer(self, result: TurnResult) -> None:
-        await self._send(result.reply + round_label(result))
+        # What the bot heard in a voice message comes first, so the user sees it was heard.
+        heard = shorten(result.heard, HEARD_CHARS) if result.heard else ""
+        await self._send(result.reply + round_label(result), quote=heard)
 
-    async def _send(self, text: str) -> None:
+    async def _send(self, text: str, quote: str = "") -> None:
         group = self.message.chat.type != "private"
         await send_markdown(
             self.bot,
@@ -45,7 +50,18 @@ class TelegramSink:
             text,
             reply_to=self.message.message_id if group else None,
             thread_id=topic_of(self.message),
+            quote=quote,
         )
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
 
 
 def round_label(result: TurnResult) -> str:

@@ -1,4 +1,5 @@
-"""Stickers, photos, voice and everything else that is not text."""
+"""Stickers, videos, locations and everything else the bot does not read (text, voice,
+photos and documents have routers of their own, tried first)."""
 
 from __future__ import annotations
 
@@ -15,20 +16,15 @@ from membot.core.service import ConversationService
 USER_CONTENT = frozenset(
     {
         ContentType.ANIMATION,
-        ContentType.AUDIO,
         ContentType.CONTACT,
         ContentType.DICE,
-        ContentType.DOCUMENT,
         ContentType.LOCATION,
         ContentType.PAID_MEDIA,
-        ContentType.PHOTO,
         ContentType.POLL,
         ContentType.STICKER,
         ContentType.STORY,
         ContentType.VENUE,
         ContentType.VIDEO,
-        ContentType.VIDEO_NOTE,
-        ContentType.VOICE,
     }
 )
 

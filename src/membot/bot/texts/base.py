@@ -70,5 +70,15 @@ class Texts:
     USAGE_LINE: str
     USAGE_NONE: str
 
+    # Files users send (voice, photos, documents): what went wrong, one line each.
+    FILE_TOO_BIG: str  # {limit_mb}
+    FILE_UNSUPPORTED: str
+    FILE_BROKEN: str
+    PDF_NO_TEXT: str
+    NO_SOUND: str
+    AUDIO_TOO_LONG: str  # {minutes}
+    NO_IMAGES: str  # {model}, {models}
+    NO_IMAGES_AT_ALL: str  # {model}
+
     # The command menu: (command, description).
     COMMANDS: tuple[tuple[str, str], ...]

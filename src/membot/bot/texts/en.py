@@ -20,7 +20,8 @@ EN = Texts(
         "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
-        "In groups, mention me or reply to my message."
+        "Voice messages, photos and documents (PDF, text, code) work too.\n"
+        "In groups, mention me or reply to my message (a voice message: reply to mine)."
     ),
     RESET_DONE="Done: I've forgotten everything in this chat. Let's start over.",
     NO_SUMMARY="There is no summary yet: I make one after every {every} messages.",
@@ -30,7 +31,10 @@ EN = Texts(
         'e.g. "remember that I prefer short answers".'
     ),
     FACTS="Facts I keep for this chat:\n\n{facts}\n\nAsk me to forget any of them at any time.",
-    TEXT_ONLY="Sorry, I can only read text messages for now.",
+    TEXT_ONLY=(
+        "Sorry, I can't read this kind of message. I read text, voice and audio messages, "
+        "video notes, photos and documents (PDF, text, code)."
+    ),
     LLM_BUSY="I'm getting too many requests right now. Please try again in a minute.",
     LLM_FAILED="Sorry, I couldn't get an answer right now. Please try again.",
     INTERNAL_ERROR="Sorry, something went wrong on my side. Please try again.",
@@ -85,6 +89,22 @@ EN = Texts(
     USAGE_CHAT="This chat\nToday: {day}\nThis month: {month}",
     USAGE_LINE="{tokens} tokens ({prompt} in, {completion} out), cost {cost}",
     USAGE_NONE="nothing yet",
+    FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
+    FILE_UNSUPPORTED=(
+        "I can't read this kind of file. I read PDFs with text, text files (plain text, "
+        "Markdown, CSV, JSON, code), images, voice and audio."
+    ),
+    FILE_BROKEN="I couldn't open this file: it seems damaged or incomplete.",
+    PDF_NO_TEXT=(
+        "This PDF has no text layer (scanned pages?), so I can't read it. Send its text, "
+        "or photos of the pages."
+    ),
+    NO_SOUND="I couldn't hear anything: this recording has no sound.",
+    AUDIO_TOO_LONG="This recording is too long: I listen to at most {minutes} min.",
+    NO_IMAGES=(
+        "This chat's model ({model}) can't see images. These can: {models}. Choose one with /model."
+    ),
+    NO_IMAGES_AT_ALL="This chat's model ({model}) can't see images, nor can the others here.",
     COMMANDS=(
         ("start", "Say hello"),
         ("help", "What I can do"),

@@ -1,0 +1,93 @@
+"""A turn that brings files (voice, audio, video notes, photos, albums, documents): the
+routers of voice.py, photos.py and documents.py all end here.
+
+The order is the promise of issue #18: the allowlist (AccessMiddleware) and the budgets
+and rate limit (`service.admit`, in run_turn) before anything is downloaded; then what the
+message itself says is refused without a download (bot/files.py `check`); then the
+download and the turn. A file that cannot be used is one short line in the chat's
+language, and nothing of the turn is stored (the turn stores only once it has its answer)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from aiogram import Bot
+from aiogram.types import Message
+
+from membot.bot import texts
+from membot.bot.files import SentFile, check, download, sent_file
+from membot.bot.filters import strip_mention
+from membot.bot.handlers.chat import TelegramSink, run_turn, texts_for, to_incoming
+from membot.config.groups import MediaSettings
+from membot.core.media import ModelSeesNoImages
+from membot.core.service import ConversationService
+from membot.core.turn import TurnResult
+from membot.media.errors import (
+    AudioTooLong,
+    BrokenFile,
+    FileTooBig,
+    MediaError,
+    NoAudio,
+    NoTextLayer,
+    UnsupportedType,
+)
+
+log = logging.getLogger(__name__)
+
+
+async def answer_files(
+    message: Message,
+    bot: Bot,
+    service: ConversationService,
+    media: MediaSettings,
+    album: Sequence[Message] = (),
+) -> None:
+    """One turn for `message`'s file, or an album's (`album`: every part's message, in
+    order, the first being `message`)."""
+    parts = list(album) or [message]
+    username = (await bot.me()).username if message.chat.type != "private" else None
+    sent = [
+        s
+        for m in parts
+        if (s := sent_file(m, strip_mention(m.caption or "", username))) is not None
+    ]
+    incoming = await to_incoming(message, bot, text="")
+
+    async def turn(sink: TelegramSink) -> TurnResult:
+        for file in sent:
+            check(file, max_audio_seconds=media.max_audio_seconds)
+        uploads = tuple([await download(bot, file) for file in sent])
+        return await service.say(replace(incoming, uploads=uploads), sink)
+
+    try:
+        await run_turn(message, bot, service, incoming, turn)
+    except MediaError as refused:
+        log.info("chat %s: %s not used: %s", message.chat.id, _kinds(sent), type(refused).__name__)
+        if isinstance(refused, UnsupportedType) and any(f.kind == "photo" for f in sent):
+            refused = BrokenFile("image")  # a photo that is no image: damaged on the way
+        await message.answer(refusal(await texts_for(service, message), refused))
+
+
+def refusal(words: texts.Texts, exc: MediaError) -> str:
+    """What the user is told of a file that cannot be used."""
+    if isinstance(exc, ModelSeesNoImages):
+        if exc.vision_models:
+            return words.NO_IMAGES.format(model=exc.model, models=", ".join(exc.vision_models))
+        return words.NO_IMAGES_AT_ALL.format(model=exc.model)
+    if isinstance(exc, FileTooBig):
+        return words.FILE_TOO_BIG.format(limit_mb=exc.limit // (1024 * 1024))
+    if isinstance(exc, AudioTooLong):
+        return words.AUDIO_TOO_LONG.format(minutes=max(1, round(exc.limit / 60)))
+    if isinstance(exc, NoTextLayer):
+        return words.PDF_NO_TEXT
+    if isinstance(exc, NoAudio):
+        return words.NO_SOUND
+    if isinstance(exc, BrokenFile):
+        return words.FILE_BROKEN
+    return words.FILE_UNSUPPORTED
+
+
+def _kinds(sent: Sequence[SentFile]) -> str:
+    return ",".join(file.kind for file in sent) or "nothing"
