@@ -12,6 +12,7 @@ from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
 from tests import media_files
 from tests.conftest import API_KEY, TOKEN, StartBot
+from tests.e2e.conftest import REDIS_URL
 from tests.e2e.helpers import membot_env, spawn_membot, stored
 from tests.e2e.test_conversation import say
 from tests.e2e.test_media_telegram import CHAT, VISION, images_sent
@@ -49,10 +50,32 @@ async def test_on_redis_a_second_process_answers_a_follow_up_about_the_first_one
     tg.push_photo(CHAT, data=photo, caption="my new sofa")
     await tg.wait_for_messages(CHAT, 1)
     await first.stop()
-    # Another process, on another machine: nothing of the chat under its DATA_DIR.
+    # Another process (`python -m membot run`), as on another machine: its own empty DATA_DIR.
     fresh = tmp_path / "elsewhere"
-    await start_bot(**on_redis(redis_repo, openrouter_model=VISION, data_dir=fresh))
-    assert await say(tg, CHAT, "how long is it?") == "ANSWER: how long is it?"
+    env = membot_env(
+        telegram_bot_token=TOKEN,
+        telegram_api_base=tg.base_url,
+        openrouter_api_key=API_KEY,
+        openrouter_base_url=llm.base_url,
+        openrouter_model=VISION,
+        data_dir=str(fresh),
+        log_level="WARNING",
+        storage="redis",
+        redis_url=REDIS_URL,
+        redis_prefix=redis_repo.prefix,
+    )
+    stderr_path = tmp_path / "second.stderr"
+    with open(stderr_path, "wb") as stderr:
+        second = await spawn_membot(tmp_path, env, "run", stdout=stderr, stderr=stderr)
+        try:
+            tg.push_text(CHAT, "how long is it?")
+            await tg.wait_for_messages(CHAT, 2, timeout=STARTUP)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nbot stderr:\n{stderr_path.read_text()}") from None
+        finally:
+            second.send_signal(signal.SIGTERM)
+            await second.wait()
+    assert tg.messages_to(CHAT)[-1].text == "ANSWER: how long is it?"
     assert images_sent(llm.chat_requests[-1]) == [photo]
     assert not (fresh / str(CHAT)).exists()
     [question, _, follow_up, _] = [

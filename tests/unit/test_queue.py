@@ -54,13 +54,15 @@ class Recorder:
         self.changed = asyncio.Event()
         self.hold: asyncio.Event | None = None
         self.fail: dict[int, int] = {}  # update id -> failures left
+        self.albums: list[list[int]] = []  # the update ids of each call (an album: its parts)
 
-    def handler(self, name: str) -> Callable[[Entry], Awaitable[None]]:
-        async def handle(entry: Entry) -> None:
+    def handler(self, name: str) -> Callable[..., Awaitable[None]]:
+        async def handle(entry: Entry, *parts: Entry) -> None:
             if self.fail.get(entry.update_id, 0) > 0:
                 self.fail[entry.update_id] -= 1
                 raise RedisConnectionError("Redis went away")
             self.seen.append((name, entry))
+            self.albums.append([entry.update_id, *(p.update_id for p in parts)])
             self.changed.set()
             if self.hold is not None:
                 await self.hold.wait()
@@ -92,7 +94,7 @@ class StreamWorker:
         self,
         stream: UpdateStream,
         leases: ShardLeases,
-        handler: Callable[[Entry], Awaitable[None]],
+        handler: Callable[..., Awaitable[None]],
         *,
         concurrency: int,
         claim_idle: float,
@@ -287,6 +289,47 @@ async def test_a_dead_workers_updates_are_taken_over_in_order_after_claim_idle(
     assert taken == [("dead", 1, False), ("heir", 1, True), ("heir", 2, True), ("heir", 3, True)]
     assert loop.time() - died >= CLAIM_IDLE * 0.5  # not before the dead one's lease lapsed
     assert all([await second.stream.handled(u) for u in (1, 2, 3)])
+
+
+def photo_update(update_id: int, chat: int, album: str) -> dict[str, object]:
+    message = {"message_id": update_id, "date": 0, "chat": {"id": chat, "type": "private"}}
+    photo = [{"file_id": f"p{update_id}", "file_unique_id": "u", "width": 1, "height": 1}]
+    return {
+        "update_id": update_id,
+        "message": {**message, "photo": photo, "media_group_id": album},
+    }
+
+
+async def test_an_album_is_one_turn_and_a_dead_workers_album_is_answered_once_whole(
+    client: Redis, prefix: str
+) -> None:
+    recorder = Recorder()
+    recorder.hold = asyncio.Event()  # the first worker hangs in the album's turn, then "dies"
+    first = make_worker(client, prefix, "dead", recorder)
+    await first.start()
+    for update_id in (1, 2, 3):
+        await first.stream.publish(photo_update(update_id, 42, "album"))
+    await first.stream.publish(text_update(4, 42))
+    await recorder.wait_for(1)
+    assert recorder.albums == [[1, 2, 3]]  # gathered: one call
+    first.runner._stop.set()  # dies as under kill -9 (see the test above)
+    first.intake._stop.set()
+    tasks = first.tasks()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    recorder.hold = None
+    # No part was marked done: the turn never ended.
+    assert not any([await first.stream.handled(u) for u in (1, 2, 3)])
+    second = make_worker(client, prefix, "heir", recorder)
+    await second.start()
+    try:
+        await recorder.wait_for(3)
+    finally:
+        await second.stop(grace=5)
+    assert recorder.albums == [[1, 2, 3], [1, 2, 3], [4]]  # whole again, then the chat goes on
+    assert [e.redelivered for _, e in recorder.seen] == [False, True, True]
+    assert all([await second.stream.handled(u) for u in (1, 2, 3, 4)])
 
 
 async def test_a_failed_update_is_tried_again_and_the_chat_waits_behind_it(
