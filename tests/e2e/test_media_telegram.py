@@ -17,6 +17,7 @@ from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.e2e.test_conversation import say
 from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes.openai_media import Transcription
 
 CHAT = 4242
 VISION = "vision/model"
@@ -217,3 +218,23 @@ async def test_a_bad_file_gets_one_line_nothing_is_stored_and_the_chat_goes_on(
     assert stored(data_dir, CHAT) == []
     assert not (data_dir / str(CHAT) / "files").exists()
     assert await say(tg, CHAT, "still there?") == "ANSWER: still there?"
+
+
+@pytest.mark.usefixtures("bot")
+async def test_a_failed_transcription_is_one_line_and_nothing_is_stored(
+    tg: FakeTelegram, llm: FakeLLM, data_dir: Path
+) -> None:
+    llm.script_transcription(Transcription(status=500, error_message="whisper is down"))
+    answer = await answer_to(tg, tg.push_voice, data=media_files.ogg_voice(1.0), duration=1)
+    assert answer.text == texts.EN.LLM_FAILED
+    assert llm.chat_requests == [] and stored(data_dir, CHAT) == []
+    assert await say(tg, CHAT, "hello?") == "ANSWER: hello?"
+
+
+@pytest.mark.usefixtures("bot")
+async def test_a_russian_chat_is_told_in_russian(tg: FakeTelegram, llm: FakeLLM) -> None:
+    assert await say(tg, CHAT, "/language ru") == texts.RU.LANGUAGE_SET.format(
+        name="русский", code="ru"
+    )
+    answer = await answer_to(tg, tg.push_document, media_files.pdf_scanned(), file_name="s.pdf")
+    assert answer.text == texts.RU.PDF_NO_TEXT
