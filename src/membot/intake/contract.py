@@ -104,6 +104,14 @@ class Intake(Protocol):
         """What was put but not taken yet, when the runner stops (nothing for the stream)."""
         ...
 
+    def outage(self, exc: BaseException) -> None:
+        """A failure that passes was seen (by the intake or the runner): warned once."""
+        ...
+
+    def up(self) -> None:
+        """A call went through again: the end of an outage is said once."""
+        ...
+
 
 def transient(exc: BaseException) -> bool:
     """Failures that pass: the update is tried again, not given up."""

@@ -6,15 +6,14 @@ but not yet answered: Telegram never sends them again.
 
 So every batch is appended to `DATA_DIR/inbox.jsonl` and fdatasync'd (one sync per batch, in
 a worker thread) by `put`, before the source asks for more and before the runner takes it.
-At start-up, the journal is read back: a text message whose question is not in its chat's
-archive was never answered, and is handled again, before anything new: text, and what the
-bot reads besides (a voice, an audio file, a video note, a photo, a document; an album's
-parts as one question, answered when any of them is). Commands and other updates are not
-replayed (a second `/reset` could wipe what came after the first), and
-Telegram's own redelivery of an update already journaled is dropped at `put`. Only updates
-that would be answered again are journaled (`keep`), and the journal is emptied whenever
-nothing in it is still being handled, so a message stays there only about as long as it is
-in flight.
+At start-up, the journal is read back: a message (text, a voice, an audio file, a video
+note, a photo, a document; an album's parts as one, answered when any of them is) whose
+question is not in its chat's archive was never answered, and is handled again, before
+anything new. Commands are not replayed (a second `/reset` could wipe what came after the
+first); Telegram's redelivery of an update already journaled is dropped at `put`. Only
+updates that would be answered again are journaled (`keep`), and the journal is emptied
+whenever nothing in it is being handled: a message stays there about as long as it is in
+flight.
 """
 
 from __future__ import annotations
@@ -146,6 +145,10 @@ class Journal:
 
     def keeps(self, entry: Entry) -> bool:
         return True
+
+    # Never retried (the handler apologised, the journal forgets it): no outage to tell of.
+    def outage(self, exc: BaseException) -> None: ...
+    def up(self) -> None: ...
 
     async def fence(self, entry: Entry) -> bool:
         """A command may change what a replay would find (/reset empties the archive the

@@ -89,7 +89,6 @@ class Runner:
         self.lanes = Lanes(
             self._handle, intake.let_go, stopping=self._lanes_stop, freed=self._freed
         )
-        self._down = False
 
     async def start(self) -> None:
         self._taking = asyncio.create_task(self._take_loop(), name="intake-take")
@@ -153,7 +152,7 @@ class Runner:
                 if not acked:  # else done in its turn
                     await self._done(group)
                 self.handled += len(group)
-                self._up()
+                self.intake.up()
                 return
             except NotHolder as lost:
                 if lost.again:
@@ -175,7 +174,7 @@ class Runner:
                     )
                     handled = True
                     continue
-                self._outage(exc)
+                self.intake.outage(exc)
             if self._stop.is_set() or not self.intake.keeps(group[0]):
                 return  # left pending: the shard's next holder takes it over
             # Tried again as a possible repeat: the failed try may have stored its turn.
@@ -228,13 +227,3 @@ class Runner:
                 log.info("update %s was answered before it was taken over", entry.update_id)
                 return True
         return False
-
-    def _outage(self, exc: BaseException) -> None:
-        if not self._down:
-            self._down = True
-            log.warning("queue: Redis is unreachable (%s); retrying", type(exc).__name__)
-
-    def _up(self) -> None:
-        if self._down:
-            self._down = False
-            log.warning("queue: Redis is back")
