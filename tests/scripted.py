@@ -13,6 +13,11 @@ A script item is one reply of the model, used by the requests in the order they 
     LLMResponse(...)            exactly this
     an exception (or its class) raised by `complete`, as a failing provider would
 
+`stream` answers the same script as a stream: the reply's text in pieces of `piece_chars`,
+then the response; `Reply(midway=event)` holds the stream after its first piece until the
+event is set (to act while an answer is being written). `streamed` counts the streamed
+calls, `closed_early` the streams their consumer closed before the end.
+
 Every request is recorded (messages, purpose, tools, tool_choice, options) before its reply
 is given, so a test can look at what the model was shown while the reply is held by a gate.
 A request beyond the script is recorded in `unexpected` and fails with AssertionError.
@@ -24,12 +29,12 @@ import asyncio
 import copy
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from membot.core.turn import TurnResult
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem
 
 MODEL = "scripted/model"
 
@@ -53,18 +58,20 @@ def hermes_call(name: str, /, **arguments: Any) -> str:
 class Reply:
     """A reply with text and/or tool calls; `gate`, when given, holds it until set."""
 
-    __slots__ = ("gate", "model", "text", "tool_calls")
+    __slots__ = ("gate", "midway", "model", "text", "tool_calls")
 
     def __init__(
         self,
         text: str = "",
         *tool_calls: ToolCallDict,
         gate: asyncio.Event | None = None,
+        midway: asyncio.Event | None = None,
         model: str = MODEL,
     ) -> None:
         self.text = text
         self.tool_calls = tuple(tool_calls)
         self.gate = gate
+        self.midway = midway
         self.model = model
 
 
@@ -116,8 +123,11 @@ class Request:
 class ScriptedModel:
     """A `ChatModel` that answers from a script and records every request."""
 
-    def __init__(self, replies: Iterable[ScriptItem] = ()) -> None:
+    def __init__(self, replies: Iterable[ScriptItem] = (), *, piece_chars: int = 4) -> None:
         self.replies: list[ScriptItem] = list(replies)
+        self.piece_chars = piece_chars
+        self.streamed = 0
+        self.closed_early = 0
         self.requests: list[Request] = []
         self.unexpected: list[Request] = []
         self.closed = False
@@ -153,6 +163,43 @@ class ScriptedModel:
         tool_choice: str | None = None,
         options: CallOptions | None = None,
     ) -> LLMResponse:
+        return _response(await self._take(messages, purpose, tools, tool_choice, options))
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        item = await self._take(messages, purpose, tools, tool_choice, options)
+        self.streamed += 1
+        response = _response(item)
+        midway = item.midway if isinstance(item, Reply) else None
+        text = response.content
+        finished = False
+        try:
+            for start in range(0, len(text), self.piece_chars):
+                yield text[start : start + self.piece_chars]
+                if start == 0 and midway is not None:
+                    await midway.wait()
+            finished = True
+        finally:
+            if not finished:
+                self.closed_early += 1
+        yield response
+
+    async def _take(
+        self,
+        messages: Sequence[ChatMessage],
+        purpose: str,
+        tools: Sequence[dict[str, Any]] | None,
+        tool_choice: str | None,
+        options: CallOptions | None,
+    ) -> ScriptItem:
+        """Record the request; its script item, once its gate (if any) is open."""
         request = Request(
             messages=copy.deepcopy(list(messages)),
             purpose=purpose,
@@ -170,7 +217,7 @@ class ScriptedModel:
         item = self.replies.pop(0)
         if isinstance(item, Reply) and item.gate is not None:
             await item.gate.wait()
-        return _response(item)
+        return item
 
     async def close(self) -> None:
         self.closed = True
@@ -244,3 +291,33 @@ class RecordingSink:
     @property
     def replies(self) -> list[str]:
         return [result.reply for result in self.answers]
+
+
+class StreamingSink(RecordingSink):
+    """A RecordingSink that wants the answer as it is written: `deltas` keeps the pieces
+    (also in `events` as ("delta", piece)); `fail_delta_after` raises on that many-th piece,
+    as a sink whose reader went away does; `on_delta` runs on each piece."""
+
+    def __init__(
+        self,
+        label: str = "",
+        *,
+        fail_delta_after: int | None = None,
+        on_delta: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
+        super().__init__(label)
+        self.deltas: list[str] = []
+        self.fail_delta_after = fail_delta_after
+        self.on_delta = on_delta
+
+    async def delta(self, text: str) -> None:
+        self.deltas.append(text)
+        self.events.append(("delta", text))
+        if self.fail_delta_after is not None and len(self.deltas) >= self.fail_delta_after:
+            raise ConnectionResetError("the reader went away")
+        if self.on_delta is not None:
+            await self.on_delta(text)
+
+    @property
+    def streamed(self) -> str:
+        return "".join(self.deltas)

@@ -2,6 +2,7 @@
 
 from tests.fakes.openai_media import Transcription
 from tests.fakes.openai_server import FakeLLM, Reply, Responder
+from tests.fakes.openai_stream import Pacing
 from tests.fakes.telegram import (
     BOT_ID,
     BOT_USERNAME,
@@ -17,6 +18,7 @@ __all__ = [
     "FakeLLM",
     "FakeTelegram",
     "MessageOptions",
+    "Pacing",
     "Reply",
     "Responder",
     "SentMessage",

@@ -31,6 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.openai_media import MediaEndpoints
+from tests.fakes.openai_stream import Pacing, send_stream
 from tests.fakes.server import LocalServer
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Reply:
     finish_reason: str | None = None
     raw_body: Any = None
     model: str | None = None
+    # A streamed answer's pacing (None: the server's `pacing`); a plain call ignores it.
+    pacing: Pacing | None = None
 
     def __post_init__(self) -> None:
         # Fail in the test that wrote the script, not later as an opaque HTTP 500.
@@ -99,8 +102,8 @@ def validate_chat_request(body: dict[str, Any]) -> None:
     """Reject what OpenAI rejects and is easy to get wrong, tool-call pairing above all."""
     if not isinstance(body.get("model"), str) or not body["model"]:
         raise _InvalidRequest("you must provide a model parameter")
-    if body.get("stream"):
-        raise _InvalidRequest("FakeLLM does not implement streaming (stream=true)")
+    if "stream_options" in body and not body.get("stream"):
+        raise _InvalidRequest("stream_options is only allowed when stream is true")
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _InvalidRequest("'messages' must be a non-empty array")
@@ -215,6 +218,11 @@ class FakeLLM(MediaEndpoints, LocalServer):
         self.chat_requests: list[dict[str, Any]] = []
         self.summary_requests: list[dict[str, Any]] = []
         self.errors: list[str] = []  # 4xx answers produced by validation / auth
+        # Streamed answers (stream: true): how they are paced unless a Reply says otherwise,
+        # how many were requested, and how many ended because the client went away.
+        self.pacing = Pacing()
+        self.streams = 0
+        self.streams_gone = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.gate: asyncio.Event | None = None
@@ -317,7 +325,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
     async def _not_found(self, request: web.Request) -> web.Response:
         return self._error(404, f"Unknown request URL: {request.method} {request.path}")
 
-    async def _chat_completions(self, request: web.Request) -> web.Response:
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bearer {self.api_key}":
             return await self._reject(401, "Incorrect API key provided")
         try:
@@ -360,6 +368,11 @@ class FakeLLM(MediaEndpoints, LocalServer):
                 await asyncio.sleep(reply.delay)  # simulated model latency, not synchronisation
             if reply.hang and not await self._wait_or_stopped(None):
                 return self._error(503, "server is shutting down")
+            if body.get("stream") and reply.status == 200 and reply.raw_body is None:
+                self.streams += 1
+                completion = self._completion(body, reply)
+                pacing = reply.pacing or self.pacing
+                return await send_stream(request, body, completion, pacing, self._gone)
             return self._render(body, reply)
         finally:
             self.in_flight -= 1
@@ -407,12 +420,20 @@ class FakeLLM(MediaEndpoints, LocalServer):
         error = {"message": message, "type": kind, "param": None, "code": code or status}
         return web.json_response({"error": error}, status=status, headers=headers)
 
+    async def _gone(self) -> None:
+        self.streams_gone += 1
+        await self._notify()
+
     def _render(self, body: dict[str, Any], reply: Reply) -> web.Response:
         if reply.raw_body is not None:
             return web.json_response(reply.raw_body, status=reply.status, headers=reply.headers)
         if reply.status != 200:
             reason = reply.error_message or _phrase(reply.status)
             return self._error(reply.status, reason, reply.headers)
+        return web.json_response(self._completion(body, reply), headers=reply.headers)
+
+    def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """The chat.completion answering `body` (streamed: sent as its chunks)."""
         n = next(self._ids)
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         tool_calls = [self._tool_call(call, n, k) for k, call in enumerate(reply.tool_calls or [])]
@@ -453,7 +474,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
             )
             # A JSON number, as OpenRouter sends it (its shortest repr is exact here).
             completion["usage"]["cost"] = float(cost)
-        return web.json_response(completion, headers=reply.headers)
+        return completion
 
     @staticmethod
     def _tool_call(call: dict[str, Any], n: int, k: int) -> dict[str, Any]:

@@ -39,7 +39,11 @@ class Agent:
     """Owns a turn. The order is the contract: the whole turn (user message, tool calls and
     results, answer) and the state it leaves are durable before the answer is sent, and
     summarization starts only after the answer is out, in the background. Text the model
-    writes beside a tool call is sent at once as progress; it is stored with the turn."""
+    writes beside a tool call is sent at once as progress; it is stored with the turn. A sink
+    that wants the answer as it is written (turn.StreamingSink) gets it in pieces while the
+    model writes (core/rounds.py); a turn that ends before it is stored (the sink's reader
+    went away, the task was cancelled) stores nothing, so a consultation's round is not
+    counted either."""
 
     def __init__(
         self,

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from membot.core.prompt import to_chat_message
+from membot.core.turn import StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
+from membot.llm.tools.visible import VisibleText
 from membot.memory.models import Message
 
 if TYPE_CHECKING:
@@ -24,6 +27,7 @@ if TYPE_CHECKING:
     from membot.ids import ConversationId
     from membot.llm.structured import OutputSpec
     from membot.llm.tools import ToolExecutor, ToolMode, ToolRegistry
+    from membot.llm.tools.modes import Request
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +84,9 @@ class ToolRounds:
             output = opts.output if plan.completes else None
             call = _with_output(opts.call, output)
             request = self.mode.request(messages, registry, final=final)
-            response = await self.model.complete(
-                request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
-            )
+            # An answer held to a format is checked (and maybe repaired) before it is shown.
+            streamed = sink if isinstance(sink, StreamingSink) and output is None else None
+            response = await self._call(request, call, streamed)
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
@@ -118,6 +122,28 @@ class ToolRounds:
             produced.extend(step)
             messages = [*messages, *(to_chat_message(m) for m in step)]
         raise AssertionError("unreachable: the final round always returns")
+
+    async def _call(
+        self, request: Request, call: CallOptions | None, sink: StreamingSink | None
+    ) -> LLMResponse:
+        """One model call: whole, or streamed into `sink` (what may be shown of it)."""
+        messages, tools, choice = request.messages, request.tools, request.tool_choice
+        if sink is None:
+            return await self.model.complete(
+                messages, tools=tools, tool_choice=choice, options=call
+            )
+        visible = VisibleText()
+        items = self.model.stream(messages, tools=tools, tool_choice=choice, options=call)
+        # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
+        # is closed at once, and with it the provider's HTTP response.
+        async with aclosing(items):
+            async for item in items:
+                if not isinstance(item, str):
+                    return item
+                shown = visible.feed(item)
+                if shown:
+                    await sink.delta(shown)
+        raise LLMUnavailable("the stream ended without an answer")
 
     async def _checked(
         self,

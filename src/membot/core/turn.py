@@ -4,7 +4,7 @@ front door may ask for, what comes out, and where the words go."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from membot.core.consult import RoundPlan
 from membot.core.media import Upload
@@ -77,4 +77,18 @@ class ReplySink(Protocol):
 
     async def answer(self, result: TurnResult) -> None:
         """The turn's answer; it is stored when this is called."""
+        ...
+
+
+@runtime_checkable
+class StreamingSink(ReplySink, Protocol):
+    """A sink that shows the answer while it is written: the agent streams the model's
+    calls for it (and calls the model whole for a sink without `delta`)."""
+
+    async def delta(self, text: str) -> None:
+        """More of what the model is writing, as it writes it: the answer, and in a tool
+        round the text beside the call (a tool call itself is never shown; `progress` then
+        marks what was streamed as that round's note). An answer held to an output format
+        is checked first and does not stream. Raising here ends the turn and stores nothing:
+        that is how a sink whose reader has gone away says so."""
         ...

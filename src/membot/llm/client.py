@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
-import aiohttp
 import openai
-from openai import AsyncOpenAI, DefaultAioHttpClient
-from openai.types.chat import ChatCompletion
+from openai import AsyncOpenAI, AsyncStream, DefaultAioHttpClient
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from membot.llm.errors import (
     LLMError,
@@ -21,15 +18,24 @@ from membot.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse, Usage
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem
+from membot.llm.streaming import Assembler
+from membot.llm.wire import (
+    WEB_PLUGIN,
+    WEB_SEARCH_TOOL,
+    Request,
+    provider_reason,
+    refused,
+    usage_of,
+)
+
+__all__ = ["WEB_PLUGIN", "WEB_SEARCH_TOOL", "OpenAIChatModel"]
 
 log = logging.getLogger(__name__)
 
 _NO_OPTIONS = CallOptions()
-#: OpenRouter's server-side web search, run by OpenRouter within the one completion.
-WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
-#: The older form of the same thing, for models whose providers refuse server tools.
-WEB_PLUGIN: dict[str, Any] = {"id": "web"}
+_Reply = TypeVar("_Reply")
+_Chunks = AsyncStream[ChatCompletionChunk]
 # Statuses with which a provider refuses a request for carrying a tool type it does not know.
 _SERVER_TOOL_REFUSALS = frozenset({400, 404, 422})
 
@@ -80,47 +86,106 @@ class OpenAIChatModel:
         opts = options or _NO_OPTIONS
         model = opts.model or self.model
         started = time.perf_counter()
-        request = _Request(model, list(messages), list(tools or ()), tool_choice, opts)
+        request = Request(model, list(messages), list(tools or ()), tool_choice, opts)
         try:
-            completion = await self._post_with_fallback(purpose, request)
+            completion = await self._post_with_fallback(purpose, request, self._post)
         except openai.OpenAIError as exc:
             raise self._failure(purpose, model, started, exc) from None
-
-        elapsed = time.perf_counter() - started
         if not completion.choices:
             self._log_failure(purpose, model, started, "no choices")
             raise LLMUnavailable("the provider returned no choices")
         choice = completion.choices[0]
-        usage = _usage(completion)
         tool_calls = tuple(
             tc.model_dump(exclude_none=True) for tc in choice.message.tool_calls or ()
         )
-        # OpenRouter reports the model that answered (a router such as openrouter/auto
-        # resolves to a concrete one); that is the one worth logging.
-        answered_by = completion.model or model
-        log.info(
-            "llm %s: model=%s status=ok duration=%.3fs tokens=%d+%d finish=%s",
-            purpose,
-            answered_by,
-            elapsed,
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            choice.finish_reason,
-        )
-        return LLMResponse(
+        response = LLMResponse(
             content=choice.message.content or "",
             tool_calls=tool_calls,
-            model=answered_by,
+            # OpenRouter reports the model that answered (a router such as openrouter/auto
+            # resolves to a concrete one); that is the one worth logging.
+            model=completion.model or model,
             finish_reason=choice.finish_reason,
-            usage=usage,
+            usage=usage_of(completion.usage),
+        )
+        self._log_ok(purpose, response, started)
+        return response
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The same call with `stream: true`: the text as it is written, then the whole
+        LLMResponse (usage from the last chunk, tool calls put together). Errors are those
+        of `complete`, before the first piece or after it. A consumer that stops early
+        (closes the generator, or is cancelled) closes the HTTP stream, and the provider
+        stops generating."""
+        opts = options or _NO_OPTIONS
+        model = opts.model or self.model
+        started = time.perf_counter()
+        request = Request(model, list(messages), list(tools or ()), tool_choice, opts)
+        assembled = Assembler(model)
+        first: float | None = None
+        finished = False
+        try:
+            chunks = await self._post_with_fallback(purpose, request, self._open_stream)
+            async with chunks:  # closed however the loop ends
+                async for chunk in chunks:
+                    piece = assembled.add(chunk)
+                    if piece:
+                        if first is None:
+                            first = time.perf_counter() - started
+                        yield piece
+            finished = True
+        except openai.OpenAIError as exc:
+            finished = True
+            raise self._failure(purpose, model, started, exc) from None
+        finally:
+            if not finished:  # the consumer went away: nothing more is read or paid for
+                log.info(
+                    "llm %s: model=%s status=stopped duration=%.3fs",
+                    purpose,
+                    model,
+                    time.perf_counter() - started,
+                )
+        if not assembled.choices:
+            self._log_failure(purpose, model, started, "no choices")
+            raise LLMUnavailable("the provider returned no choices")
+        response = assembled.response()
+        self._log_ok(purpose, response, started, first=first)
+        yield response
+
+    def _log_ok(
+        self, purpose: str, response: LLMResponse, started: float, *, first: float | None = None
+    ) -> None:
+        usage = response.usage
+        log.info(
+            "llm %s: model=%s status=ok duration=%.3fs%s tokens=%d+%d finish=%s",
+            purpose,
+            response.model,
+            time.perf_counter() - started,
+            "" if first is None else f" first={first:.3f}s",
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            response.finish_reason,
         )
 
-    async def _post_with_fallback(self, purpose: str, request: _Request) -> ChatCompletion:
+    async def _post_with_fallback(
+        self,
+        purpose: str,
+        request: Request,
+        send: Callable[[dict[str, Any]], Awaitable[_Reply]],
+    ) -> _Reply:
         """Send ``request``; if its web search server tool is refused, once more with the
-        plugin instead, and use the plugin for that model from then on."""
+        plugin instead, and use the plugin for that model from then on. (A streamed call is
+        refused before its first byte, so this holds for both.)"""
         plugin = request.model in self._plugin_search_models
         try:
-            return await self._post(request.body(web_plugin=plugin))
+            return await send(request.body(web_plugin=plugin))
         except openai.APIStatusError as exc:
             tried_server_tool = request.options.web_search and not plugin
             if not tried_server_tool or exc.status_code not in _SERVER_TOOL_REFUSALS:
@@ -131,10 +196,10 @@ class OpenAIChatModel:
                 request.model,
                 exc.status_code,
             )
-        completion = await self._post(request.body(web_plugin=True))
+        reply = await send(request.body(web_plugin=True))
         # Remembered only now: had the retry failed too, the refusal was about something else.
         self._plugin_search_models.add(request.model)
-        return completion
+        return reply
 
     async def _post(self, body: dict[str, Any]) -> ChatCompletion:
         # The same request `chat.completions.create` sends, with the same retries,
@@ -142,11 +207,22 @@ class OpenAIChatModel:
         # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
         return await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
+    async def _open_stream(self, body: dict[str, Any]) -> _Chunks:
+        # The usage comes in one last chunk, and only when asked for.
+        streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        return await self._client.post(
+            "/chat/completions",
+            body=streamed,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=_Chunks,
+        )
+
     def _failure(
         self, purpose: str, model: str, started: float, exc: openai.OpenAIError
     ) -> LLMError:
         """Log a failed call and say what it means for the turn."""
-        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+        if isinstance(exc, openai.APITimeoutError) and not refused(exc):
             self._log_failure(purpose, model, started, "timeout")
             return LLMTimeout("the model did not answer in time")
         if isinstance(exc, openai.APIConnectionError):  # includes refused connects
@@ -160,9 +236,10 @@ class OpenAIChatModel:
             if isinstance(exc, openai.InternalServerError):
                 return LLMUnavailable("the provider failed", status=status)
             return LLMRejected(
-                "the provider refused the request", status=status, reason=_provider_reason(exc)
+                "the provider refused the request", status=status, reason=provider_reason(exc)
             )
-        # Malformed bodies and the like: still the provider's fault, still not a crash.
+        # Malformed bodies, an error reported in the middle of a stream and the like: still
+        # the provider's fault, still not a crash.
         self._log_failure(purpose, model, started, type(exc).__name__)
         return LLMUnavailable("unusable reply from the provider")
 
@@ -177,89 +254,3 @@ class OpenAIChatModel:
 
     async def close(self) -> None:
         await self._client.close()
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    """One call's inputs; ``body`` renders them as OpenRouter's JSON."""
-
-    model: str
-    messages: list[ChatMessage]
-    tools: list[dict[str, Any]]
-    tool_choice: str | None
-    options: CallOptions
-
-    def body(self, *, web_plugin: bool) -> dict[str, Any]:
-        opts = self.options
-        body: dict[str, Any] = {"model": self.model, "messages": self.messages}
-        tools = list(self.tools)
-        # tool_choice steers function calls only; without function tools it means nothing.
-        if tools and self.tool_choice:
-            body["tool_choice"] = self.tool_choice
-        if opts.web_search and not web_plugin:
-            tools.append(WEB_SEARCH_TOOL)
-        if tools:
-            body["tools"] = tools
-        if opts.web_search and web_plugin:
-            body["plugins"] = [WEB_PLUGIN]
-        if opts.max_tokens is not None:
-            body["max_tokens"] = opts.max_tokens
-        if opts.response_format is not None:
-            body["response_format"] = opts.response_format
-        if opts.require_parameters:
-            body["provider"] = {"require_parameters": True}
-        return body
-
-
-def _usage(completion: ChatCompletion) -> Usage:
-    """A call's tokens and cost, from the provider's `usage` block."""
-    usage = completion.usage
-    if usage is None:
-        return Usage()
-    details = usage.prompt_tokens_details
-    return Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
-        cost=_cost(getattr(usage, "cost", None)),
-    )
-
-
-def _cost(value: object) -> Decimal | None:
-    """The reported cost, exactly as written in the JSON (a float's shortest repr is that)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        cost = Decimal(str(value))
-    except InvalidOperation:
-        return None
-    return cost if cost.is_finite() and cost >= 0 else None
-
-
-def _provider_reason(exc: openai.APIStatusError) -> str:
-    """The provider's own explanation of an error answer. The SDK keeps the JSON ``error``
-    object as ``body``; OpenRouter puts an upstream provider's words in ``metadata.raw``."""
-    body = exc.body
-    if isinstance(body, str):
-        return body
-    if not isinstance(body, dict):
-        return exc.message
-    message = body.get("message")
-    reason = message if isinstance(message, str) and message else exc.message
-    metadata = body.get("metadata")
-    raw = metadata.get("raw") if isinstance(metadata, dict) else None
-    if isinstance(raw, str) and raw and raw not in reason:
-        reason = f"{reason}: {raw}"
-    return reason
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether a "timeout" was really a refused or failed connect. The SDK's aiohttp transport
-    maps every aiohttp connection error to a connect *timeout*; the log should say what
-    happened, so look for aiohttp's connector error under it."""
-    cause = exc.__cause__
-    while cause is not None:
-        if isinstance(cause, aiohttp.ClientConnectorError):
-            return True
-        cause = cause.__cause__
-    return False

@@ -4,7 +4,7 @@ summarizer and the usage ledger need these words, not the openai client (llm/cli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -53,8 +53,15 @@ class CallOptions:
             raise ValueError("max_tokens must be at least 1")
 
 
+#: What a streamed call yields: pieces of text as the model writes them, then (last) the
+#: whole LLMResponse, exactly what `complete` would have returned.
+StreamItem = str | LLMResponse
+
+
 class ChatModel(Protocol):
-    """What the agent and the summarizer need from a model: one non-streaming completion."""
+    """What the agent and the summarizer need from a model: a completion, whole (`complete`)
+    or as it is written (`stream`). A streamed call is charged, retried and refused like a
+    plain one; a consumer that closes the iterator early (or is cancelled) ends the call."""
 
     async def complete(
         self,
@@ -65,5 +72,15 @@ class ChatModel(Protocol):
         tool_choice: str | None = None,
         options: CallOptions | None = None,
     ) -> LLMResponse: ...
+
+    def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> AsyncGenerator[StreamItem, None]: ...
 
     async def close(self) -> None: ...

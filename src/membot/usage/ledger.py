@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +25,7 @@ from membot.clock import Clock
 from membot.ids import ConversationId
 
 if TYPE_CHECKING:
-    from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
+    from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, StreamItem
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +187,31 @@ class MeteredModel:
         response = await self.inner.complete(
             messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
         )
+        await self._record(purpose, response)
+        return response
+
+    async def stream(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: str = "chat",
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        options: CallOptions | None = None,
+    ) -> AsyncGenerator[StreamItem, None]:
+        """The inner model's stream, charged like a plain call when its response arrives.
+        A stream stopped before that (the consumer went away) is charged nothing: the
+        provider reports the usage in the stream's last chunk only, so none was reported."""
+        items = self.inner.stream(
+            messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
+        )
+        async with aclosing(items):
+            async for item in items:
+                if not isinstance(item, str):
+                    await self._record(purpose, item)
+                yield item
+
+    async def _record(self, purpose: str, response: LLMResponse) -> None:
         payer = _payer.get() or Payer(None, None)
         usage = response.usage
         charge = Charge(
@@ -207,7 +233,6 @@ class MeteredModel:
             self._failing = True
         else:
             self._failing = False
-        return response
 
     async def close(self) -> None:
         await self.inner.close()

@@ -1,0 +1,85 @@
+"""The fake LLM's streamed answers: a completion (the very JSON a plain call would get) sent
+as OpenAI's `chat.completion.chunk` server-sent events, with the usage in one last chunk
+(`stream_options.include_usage`), then `data: [DONE]`.
+
+Pacing is simulated model latency, not synchronisation: `first_delay` before the first
+piece, `delay` between pieces. A client that goes away mid-stream is noticed (the write
+fails, or the handler is cancelled: LocalServer cancels handlers of lost connections) and
+reported to `on_gone`; `fail_after` sends OpenRouter's mid-stream error after that many
+pieces instead of the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    chars: int = 8  # characters of text (or of a tool call's arguments) per chunk
+    first_delay: float = 0.0
+    delay: float = 0.0
+    fail_after: int | None = None  # pieces sent before a mid-stream error
+
+
+def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[dict[str, Any]]:
+    """The completion as chunks: the role, the text in pieces, each tool call (id and name,
+    then its arguments in pieces), the finish reason; the usage alone in the last one."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {k: completion[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    yield chunk({"role": "assistant", "content": ""})
+    text = message.get("content") or ""
+    for start in range(0, len(text), chars):
+        yield chunk({"content": text[start : start + chars]})
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        head = {"index": index, "id": call["id"], "type": call["type"]}
+        yield chunk({"tool_calls": [{**head, "function": {"name": call["function"]["name"]}}]})
+        arguments = call["function"]["arguments"]
+        for start in range(0, len(arguments), chars):
+            piece = {"index": index, "function": {"arguments": arguments[start : start + chars]}}
+            yield chunk({"tool_calls": [piece]})
+    yield chunk({}, choice["finish_reason"])
+    if usage:
+        yield {**base, "choices": [], "usage": completion["usage"]}
+
+
+async def send_stream(
+    request: web.Request,
+    body: dict[str, Any],
+    completion: dict[str, Any],
+    pacing: Pacing,
+    on_gone: Callable[[], Awaitable[None]],
+) -> web.StreamResponse:
+    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    try:
+        await response.prepare(request)
+        for n, data in enumerate(chunks(completion, pacing.chars, usage=usage)):
+            if n == 1 and pacing.first_delay > 0:
+                await asyncio.sleep(pacing.first_delay)  # simulated model latency
+            elif n > 1 and pacing.delay > 0:
+                await asyncio.sleep(pacing.delay)  # simulated model latency
+            if pacing.fail_after is not None and n > pacing.fail_after:
+                error = {"error": {"message": "upstream failed", "code": 502}}
+                await response.write(f"data: {json.dumps(error)}\n\n".encode())
+                break
+            await response.write(f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
+        else:
+            await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+    except (ConnectionResetError, asyncio.CancelledError):
+        await asyncio.shield(on_gone())
+        raise
+    return response
