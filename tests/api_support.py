@@ -54,13 +54,27 @@ class ManualClock:
 
 @dataclass
 class Answer:
+    """A response. A stream's (text/event-stream) `events` are (event, data) in order, and
+    its `body` is the last event's data (`done`'s response object, or `error`'s)."""
+
     status: int
     body: Any
     headers: dict[str, str]
+    events: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def code(self) -> str | None:
         return self.body.get("code") if isinstance(self.body, dict) else None
+
+
+def parse_events(raw: bytes) -> list[tuple[str, Any]]:
+    """Server-sent events as (event, data as JSON), in order."""
+    events: list[tuple[str, Any]] = []
+    for block in raw.decode().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "event" in fields:
+            events.append((fields["event"], json.loads(fields.get("data", "null"))))
+    return events
 
 
 class ApiClient:
@@ -82,6 +96,10 @@ class ApiClient:
             method, self.base_url + path, data=data, headers=headers
         ) as response:
             raw = await response.read()
+            if response.content_type == "text/event-stream":
+                events = parse_events(raw)
+                body = events[-1][1] if events else None
+                return Answer(response.status, body, dict(response.headers), events)
             try:
                 body = json.loads(raw)
             except ValueError:

@@ -390,9 +390,12 @@ async def test_health_and_openapi_need_no_token(api: RunningApi) -> None:
     }  # fmt: skip
     assert set(schemas["ChatRequest"]["properties"]) == {
         "message", "model", "maxTokens", "disableSearch", "systemPrompt", "outputFormat",
-        "outputSchema", "maxRounds", "sessionId", "attachments",
+        "outputSchema", "maxRounds", "sessionId", "attachments", "stream",
     }  # fmt: skip
     assert schemas["ChatRequest"]["properties"]["maxRounds"]["anyOf"][0]["maximum"] == 10
+    events = chat["responses"]["200"]["content"]["text/event-stream"]["x-events"]
+    assert set(events) == {"delta", "done", "error"}
+    assert events["done"] == chat["responses"]["200"]["content"]["application/json"]["schema"]
 
 
 # -- the model's errors --------------------------------------------------------------------------

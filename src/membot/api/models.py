@@ -105,6 +105,13 @@ class ChatRequest(BaseModel):
     session_id: uuid.UUID | None = Field(
         default=None, description="Continue this session; its first request's settings win."
     )
+    stream: bool | None = Field(
+        default=None,
+        description=(
+            "Answer as text/event-stream: `delta` events ({content}) while the model writes, "
+            "then one `done` event (the ChatResponse), or one `error` event (ErrorResponse)."
+        ),
+    )
     attachments: list[Attachment] | None = Field(
         default=None,
         max_length=MAX_ATTACHMENTS,

@@ -39,7 +39,7 @@ def build_document(max_rounds: int) -> dict[str, Any]:
             "content": {"application/json": {"schema": ref(ChatRequest, "validation")}},
         },
         "responses": {
-            "200": _json("The answer", ref(ChatResponse, "serialization")),
+            "200": _answer(ref(ChatResponse, "serialization")),
             **_errors(CHAT_ERRORS),
             "default": _json("Any other error", _ERROR),
         },
@@ -80,6 +80,31 @@ _ERROR: dict[str, Any] = {"$ref": _REF.format(model="ErrorResponse")}
 
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _answer(done: dict[str, Any]) -> dict[str, Any]:
+    """200: the ChatResponse as JSON, or with `stream: true` as server-sent events."""
+    answer = _json(
+        "The answer. With stream: true, text/event-stream: `delta` events while the model "
+        "writes, then one `done` event (this ChatResponse) or one `error` event "
+        "(an ErrorResponse: nothing was stored). Errors found before the stream opens are "
+        "the JSON errors below, with their statuses.",
+        done,
+    )
+    delta = {
+        "type": "object",
+        "properties": {"content": {"type": "string", "description": "More of the answer."}},
+        "required": ["content"],
+    }
+    answer["content"]["text/event-stream"] = {
+        "schema": {
+            "type": "string",
+            "description": "event: delta|done|error, then data: one line of JSON, per event.",
+        },
+        # The data of each event (OpenAPI 3.1 has no words for an event stream's items).
+        "x-events": {"delta": delta, "done": done, "error": _ERROR},
+    }
+    return answer
 
 
 def _errors(codes: tuple[ErrorCode, ...]) -> dict[str, Any]:

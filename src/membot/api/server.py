@@ -1,6 +1,7 @@
 """The HTTP front door: aiohttp.web over the conversation core.
 
     POST /api/chat          a message: one answer, a new session, or a session's next round
+                            (JSON, or with "stream": true server-sent events: api/stream.py)
     GET  /api/openapi.json  the OpenAPI 3.1 description (no token)
     GET  /healthz           200 {"status": "ok"} (no token)
 
@@ -23,8 +24,15 @@ from typing import Any
 from aiohttp import web
 
 from membot.api.errors import ApiError, ErrorCode, api_error, http_error
-from membot.api.models import MAX_BODY_BYTES, ChatResponse, Health, parse_chat_request
+from membot.api.models import (
+    MAX_BODY_BYTES,
+    ChatRequest,
+    ChatResponse,
+    Health,
+    parse_chat_request,
+)
 from membot.api.openapi import build_document
+from membot.api.stream import EventStream, answer_streaming
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.session_sweep import SessionSweeper, sweep_interval
@@ -102,14 +110,27 @@ class ApiServer:
 
     # -- handlers ----------------------------------------------------------------------------
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         if not self._authorized(request):
             raise ApiError(ErrorCode.UNAUTHORIZED)
         parsed = parse_chat_request(await _read_body(request))
         if parsed.session_id is not None:
             request[_SESSION] = str(parsed.session_id)
+        if not parsed.stream:
+            return _json(200, await self._answer(request, parsed, None))
+        response, code = await answer_streaming(
+            request, lambda events: self._answer(request, parsed, events)
+        )
+        if code is not None:
+            request[_CODE] = code
+        return response
+
+    async def _answer(
+        self, request: web.Request, parsed: ChatRequest, events: EventStream | None
+    ) -> dict[str, Any]:
+        """The response object of one request (the answer, stored already)."""
         try:
-            reply = await self.sessions.chat(parsed.to_session_request())
+            reply = await self.sessions.chat(parsed.to_session_request(), events)
         except MembotError as exc:
             error = api_error(exc, names_session=parsed.session_id is not None)
             if error is None:
@@ -125,7 +146,7 @@ class ApiServer:
             max_rounds=reply.max_rounds,
             session_id=reply.session_id,
         )
-        return _json(200, response.model_dump(mode="json"))
+        return response.model_dump(mode="json")
 
     async def _openapi_document(self, request: web.Request) -> web.Response:
         return web.Response(body=self._openapi, content_type="application/json", charset="utf-8")

@@ -22,7 +22,7 @@ from datetime import timedelta
 from membot.clock import Clock, utc_now
 from membot.core.media import Upload
 from membot.core.service import ConversationService
-from membot.core.turn import Incoming, TurnOptions, TurnResult
+from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import ConversationBusy
 from membot.errors import MembotError
 from membot.ids import API, ConversationId
@@ -105,14 +105,17 @@ class Sessions:
         self.web_search = web_search
         self.clock = clock
 
-    async def chat(self, request: SessionRequest) -> SessionReply:
+    async def chat(self, request: SessionRequest, sink: ReplySink | None = None) -> SessionReply:
         """Answer one request: open a session or take its next round. Raises SessionError,
         ConversationBusy (another request of the session is in progress), StorageUnavailable,
-        or LLMError (and then nothing changed: a failed first round opens no session)."""
+        or LLMError (and then nothing changed: a failed first round opens no session).
+        `sink`: where the answer goes as it is written (a StreamingSink); by default it is
+        only returned. Whatever the sink raises ends the turn, and nothing changed either."""
+        sink = sink or _Quiet()
         self._check_rounds(request.max_rounds)
         if request.session_id is None:
-            return await self._open(request)
-        return await self._continue(request.session_id, request.message, request.uploads)
+            return await self._open(request, sink)
+        return await self._continue(request.session_id, request.message, sink, request.uploads)
 
     def _storage_up(self) -> bool:
         return self.health is None or self.health.available
@@ -125,7 +128,7 @@ class Sessions:
         if rounds > self.max_rounds:
             raise MaxRoundsExceeded(f"maxRounds must be at most {self.max_rounds}")
 
-    async def _open(self, request: SessionRequest) -> SessionReply:
+    async def _open(self, request: SessionRequest, sink: ReplySink) -> SessionReply:
         sid = uuid.uuid4()
         cid = ConversationId.api(sid)
         config = request.config
@@ -145,18 +148,18 @@ class Sessions:
                     session=config,
                 )
                 options = self._options(config, state=initial)
-                result = await self.service.say(incoming, _Quiet(), options)
+                result = await self.service.say(incoming, sink, options)
             else:
                 options = self._options(config, state=ConversationState(session=config))
-                result = await self.service.consult(incoming, request.max_rounds, _Quiet(), options)
+                result = await self.service.consult(incoming, request.max_rounds, sink, options)
         return _reply(sid, result)
 
     async def _continue(
-        self, sid: uuid.UUID, message: str, uploads: tuple[Upload, ...] = ()
+        self, sid: uuid.UUID, message: str, sink: ReplySink, uploads: tuple[Upload, ...] = ()
     ) -> SessionReply:
         cid = ConversationId.api(sid)
         try:
-            return await self._next_round(cid, sid, Incoming(cid, message, uploads=uploads))
+            return await self._next_round(cid, sid, Incoming(cid, message, uploads=uploads), sink)
         except ConversationBusy:
             # Busy, but perhaps only because the sweep is deleting it: an expired or unknown
             # session is SESSION_NOT_FOUND whoever holds its turn.
@@ -166,7 +169,7 @@ class Sessions:
             raise
 
     async def _next_round(
-        self, cid: ConversationId, sid: uuid.UUID, incoming: Incoming
+        self, cid: ConversationId, sid: uuid.UUID, incoming: Incoming, sink: ReplySink
     ) -> SessionReply:
         # Refused at once when busy (ConversationBusy): a round is never queued behind
         # another, so rounds cannot interleave or be counted twice.
@@ -182,7 +185,7 @@ class Sessions:
                 raise SessionNotFound("the session expired")
             if not meta.state.consulting:
                 raise DialogCompleted("the dialog is complete")
-            result = await self.service.say(incoming, _Quiet(), self._options(config))
+            result = await self.service.say(incoming, sink, self._options(config))
         return _reply(sid, result)
 
     def _options(

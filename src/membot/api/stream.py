@@ -1,0 +1,97 @@
+"""`"stream": true` in POST /api/chat: the answer as server-sent events (text/event-stream).
+
+    event: delta    {"content": "<piece>"}          as the model writes (UTF-8, not escapes)
+    event: done     the ChatResponse, exactly as the plain call returns it
+    event: error    {"error", "code"}               instead of done; nothing was stored
+
+The response opens (200) at the first piece, so whatever is found before it (a bad request,
+an unknown session, a model that refuses the call) is the usual JSON error with its status.
+A client that goes away is noticed at the next write: the write raises, the turn ends there,
+the model's stream is closed and nothing is stored, so a session's round is not counted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from membot.api.errors import ApiError, ErrorCode
+from membot.core.turn import TurnResult
+
+log = logging.getLogger("membot.api")
+
+#: The log's code for a stream its client left before the end.
+CLIENT_GONE = "CLIENT_GONE"
+
+
+class EventStream:
+    """The StreamingSink of one streamed request (core.turn.StreamingSink)."""
+
+    def __init__(self, request: web.Request) -> None:
+        self.request = request
+        self.response: web.StreamResponse | None = None
+
+    async def delta(self, text: str) -> None:
+        await self.send("delta", {"content": text})
+
+    async def progress(self, text: str) -> None:
+        return None  # streamed already, as deltas
+
+    async def answer(self, result: TurnResult) -> None:
+        return None  # `done` is written by the handler, in the API's own shape
+
+    async def send(self, event: str, data: dict[str, Any]) -> None:
+        response = self.response
+        if response is None:
+            response = web.StreamResponse(
+                status=200,
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+            response.content_type = "text/event-stream"
+            response.charset = "utf-8"
+            await response.prepare(self.request)
+            self.response = response
+        payload = json.dumps(data, ensure_ascii=False)  # one line: json escapes line breaks
+        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+
+    async def end(self, event: str, data: dict[str, Any]) -> web.StreamResponse:
+        await self.send(event, data)
+        assert self.response is not None
+        await self.response.write_eof()
+        return self.response
+
+
+Answer = Callable[[EventStream], Awaitable[dict[str, Any]]]
+
+
+async def answer_streaming(
+    request: web.Request, answer: Answer
+) -> tuple[web.StreamResponse, str | None]:
+    """Run `answer` with an EventStream as its sink and end the stream with `done` (its
+    result) or `error`; the response and the code to log (None: done). Raises what `answer`
+    raised while nothing was sent yet, for the usual JSON error."""
+    events = EventStream(request)
+    try:
+        done = await answer(events)
+        return await events.end("done", done), None
+    except ConnectionResetError:
+        # The client went away (a write failed): the turn ended there and stored nothing.
+        log.info("a stream's client went away before its end")
+        return events.response or web.Response(status=200), CLIENT_GONE
+    except Exception as exc:
+        if events.response is None:
+            raise
+        if isinstance(exc, ApiError):
+            error = exc
+        else:  # no traceback at ERROR: frames and messages may quote the request
+            log.error("unexpected %s in a stream", type(exc).__name__)
+            log.debug("unexpected error", exc_info=True)
+            error = ApiError(ErrorCode.INTERNAL_ERROR)
+        try:
+            return await events.end("error", error.body()), error.code.value
+        except ConnectionResetError:
+            return events.response, CLIENT_GONE
