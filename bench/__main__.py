@@ -38,6 +38,7 @@ SECTIONS = (
     "scale",
     "stored",
     "media",
+    "stream",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

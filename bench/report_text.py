@@ -384,6 +384,38 @@ transcription's, these milliseconds do not change what a user waits.
 """,
 )
 
+C = "1,500 characters over 6 s, first after 0.5 s"
+
+STREAM = Section(
+    name="stream",
+    title="Streaming over the HTTP API",
+    source="bench/stream.py",
+    summary="time to the first words with stream: true, and its CPU, against a plain answer",
+    what="""
+A fake model writes a 1,500-character answer over 6 s, its first piece after 0.5 s (a plain
+call gets it whole after the same 6 s). membot's real API and core answer 10 new requests
+at once, alternately streamed (time to the first `delta` event and to `done`) and plain
+(time to the JSON answer), 3 rounds of each; medians over every message. CPU per message is
+the process's (API, core, client and fake model together).
+""",
+    found=f"""
+Streamed, the first words reached the client after [[{C}|streamed: first delta p50]]
+(target [[{C}|streamed: first delta p50|target]]:
+[[{C}|streamed: first delta p50|verdict]]) and the whole answer after
+[[{C}|streamed: done p50]], in [[{C}|streamed: deltas per answer]] deltas; a plain answer
+came after [[{C}|plain: answer p50]]. CPU per message: [[{C}|streamed: CPU per message]]
+streamed against [[{C}|plain: CPU per message]] plain
+([[{C}|streamed / plain: CPU]]).
+""",
+    reading="""
+What a client waits for is the model's first token plus membot's turn before the call (the
+context read, the prompt); the whole answer takes the model's time either way. The CPU a
+stream adds is one SSE event per piece on each side (from the model, to the client) and the
+openai client's parsing of each chunk: per piece, not per answer, so it grows with the
+answer's length, and it is small beside the model's seconds.
+""",
+)
+
 SECTIONS: tuple[Section, ...] = (
     OVERHEAD,
     PARTS,
@@ -396,4 +428,5 @@ SECTIONS: tuple[Section, ...] = (
     SCALE,
     STORED,
     MEDIA,
+    STREAM,
 )

@@ -64,13 +64,17 @@ async def send_stream(
 ) -> web.StreamResponse:
     usage = bool((body.get("stream_options") or {}).get("include_usage"))
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    loop = asyncio.get_running_loop()
     try:
         await response.prepare(request)
+        start = loop.time()
         for n, data in enumerate(chunks(completion, pacing.chars, usage=usage)):
-            if n == 1 and pacing.first_delay > 0:
-                await asyncio.sleep(pacing.first_delay)  # simulated model latency
-            elif n > 1 and pacing.delay > 0:
-                await asyncio.sleep(pacing.delay)  # simulated model latency
+            if n > 0:
+                # Simulated model latency, on a schedule from the start (timers overshoot a
+                # little; 150 relative sleeps would add up that much).
+                due = start + pacing.first_delay + (n - 1) * pacing.delay
+                if due > loop.time():
+                    await asyncio.sleep(due - loop.time())
             if pacing.fail_after is not None and n > pacing.fail_after:
                 error = {"error": {"message": "upstream failed", "code": 502}}
                 await response.write(f"data: {json.dumps(error)}\n\n".encode())

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import openai
 from openai import AsyncOpenAI, AsyncStream, DefaultAioHttpClient
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from membot.llm.errors import (
     LLMError,
@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 
 _NO_OPTIONS = CallOptions()
 _Reply = TypeVar("_Reply")
-_Chunks = AsyncStream[ChatCompletionChunk]
+# Chunks as plain JSON (llm/streaming.py says why).
+_Chunks = AsyncStream[object]
 # Statuses with which a provider refuses a request for carrying a tool type it does not know.
 _SERVER_TOOL_REFUSALS = frozenset({400, 404, 422})
 

@@ -47,9 +47,10 @@ class VisibleText:
 
 
 def _tag_start(lower: str) -> int:
-    """How many characters at the end of `lower` could begin a tool tag."""
-    for size in range(min(len(lower), _LONGEST - 1), 0, -1):
-        tail = lower[-size:]
-        if any(tag.startswith(tail) for tag in _TAGS):
-            return size
-    return 0
+    """How many characters at the end of `lower` could begin a tool tag. A tag has its only
+    "<" first, so only the tail from the last "<" can."""
+    at = lower.rfind("<", max(0, len(lower) - _LONGEST + 1))
+    if at == -1:
+        return 0
+    tail = lower[at:]
+    return len(tail) if any(tag.startswith(tail) for tag in _TAGS) else 0
