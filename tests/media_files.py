@@ -52,6 +52,30 @@ def ogg_voice(seconds: float = 2.0) -> bytes:
     return buffer.getvalue()
 
 
+def ogg_voice_claiming(seconds: float, claimed: float) -> bytes:
+    """An OGG/Opus voice ``seconds`` long whose pages claim it ends at ``claimed``: every
+    page's granule position (what a reader takes the length from) rewritten, its CRC too."""
+    data = bytearray(ogg_voice(seconds))
+    pages = [i for i in range(len(data)) if data[i : i + 4] == b"OggS"]
+    for n, start in enumerate(pages):
+        end = pages[n + 1] if n + 1 < len(pages) else len(data)
+        if n >= 2:  # after the two header pages; 312 is libopus's pre-skip
+            struct.pack_into("<q", data, start + 6, int(claimed * RATE) + 312)
+        struct.pack_into("<I", data, start + 22, 0)
+        struct.pack_into("<I", data, start + 22, _ogg_crc(bytes(data[start:end])))
+    return bytes(data)
+
+
+def _ogg_crc(page: bytes) -> int:
+    """The CRC-32 an OGG page carries (polynomial 0x04C11DB7, not reflected)."""
+    crc = 0
+    for byte in page:
+        crc ^= byte << 24
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x04C11DB7 if crc & 0x80000000 else crc << 1) & 0xFFFFFFFF
+    return crc
+
+
 @cache
 def video_note(seconds: float = 2.0, *, sound: bool = True, side: int = 64) -> bytes:
     """A round video note as Telegram sends it: a square MP4, H.264 video, AAC sound."""

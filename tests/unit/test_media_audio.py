@@ -46,6 +46,19 @@ async def test_audio_over_the_limit_is_refused_saying_how_long(make: object) -> 
     assert str(refused.value) == f"audio of {refused.value.seconds:.1f} s is over the limit of 2 s"
 
 
+async def test_a_voice_whose_header_lies_about_its_length_is_measured_by_its_packets() -> None:
+    # 30 s of sound whose pages say 2 s: sent as it is, it would be transcribed (and paid
+    # for) whole; the length counted from its packets refuses it before anything is sent.
+    lying = media_files.ogg_voice_claiming(30.0, claimed=2.0)
+    with av.open(io.BytesIO(lying)) as container:
+        assert container.duration is not None and container.duration / av.time_base < 3
+    with pytest.raises(AudioTooLong) as refused:
+        await prepare_audio(lying, max_seconds=10)
+    assert refused.value.seconds > 10
+    clip = await prepare_audio(lying, max_seconds=600)
+    assert clip.data == lying and clip.seconds == pytest.approx(30.0, abs=0.05)
+
+
 async def test_a_video_without_sound_is_no_audio() -> None:
     with pytest.raises(NoAudio):
         await prepare_audio(media_files.video_note(1.0, sound=False), max_seconds=600)

@@ -5,7 +5,8 @@ A Telegram voice message is OGG/Opus already and goes as it is; a round video no
 H.264 + AAC), an audio file (MP3, M4A, ...) or a video has its first audio track decoded
 and encoded again as mono 48 kHz Opus in an OGG container. The duration is checked against
 MAX_AUDIO_SECONDS before anything is decoded where the container says it, and again while
-decoding where it does not, so an hour of audio costs neither CPU nor a transcription.
+decoding (or, for OGG/Opus sent as it is, demuxing) since a header may lie, so an hour of
+audio costs neither CPU nor a transcription.
 
 FFmpeg's work is CPU-bound and blocking: the async functions run it in a worker thread."""
 
@@ -76,7 +77,13 @@ def _prepare(data: bytes, max_seconds: float) -> AudioClip:
         if seconds > max_seconds:
             raise AudioTooLong(seconds, max_seconds)
         if container.format.name == "ogg" and stream.codec_context.name == "opus":
-            return AudioClip(data=data, seconds=seconds)
+            # Sent as it is, so its length must be what the provider will hear: an OGG's
+            # duration is read from its last page's granule position, which a crafted file
+            # sets at will; the packets' own durations are counted (demuxing only).
+            played = _demuxed_seconds(container, stream, stop_after=max_seconds)
+            if played > max_seconds:
+                raise AudioTooLong(played, max_seconds)
+            return AudioClip(data=data, seconds=played or seconds)
         return _transcode(container, stream, max_seconds)
 
 
@@ -100,12 +107,23 @@ def _duration(container: InputContainer, stream: AudioStream) -> float:
         return container.duration / av.time_base
     if stream.duration is not None and stream.time_base is not None:
         return float(stream.duration * stream.time_base)
+    return _demuxed_seconds(container, stream)
+
+
+def _demuxed_seconds(
+    container: InputContainer, stream: AudioStream, *, stop_after: float | None = None
+) -> float:
+    """Seconds as the packets say, counted without decoding (0 when they say nothing);
+    counting stops once past ``stop_after``. The container is left at its start."""
     if stream.time_base is None:
         raise BrokenFile("audio")
     ticks = 0
+    limit = None if stop_after is None else stop_after / stream.time_base
     try:
         for packet in container.demux(stream):
             ticks += packet.duration or 0
+            if limit is not None and ticks > limit:
+                break
         container.seek(0)
     except av.error.FFmpegError:
         raise BrokenFile("audio") from None
