@@ -4,6 +4,7 @@ in chunks and cut for the prompt. Real PDFs made in the tests."""
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from tests import media_files
@@ -131,6 +132,17 @@ def test_long_text_is_chunked_at_boundaries_and_nothing_is_lost() -> None:
     assert all(chunk.startswith("Paragraph") or chunk.startswith("word") for chunk in chunks)
     assert chunk_text("short", 500) == ["short"] and chunk_text("  \n ", 10) == []
     assert chunk_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
+
+
+def test_a_document_of_20_mb_is_chunked_in_linear_time() -> None:
+    # The largest text a user may send (Telegram's 20 MB) as the index's 600-character
+    # pieces. Cutting by copying the rest each time took about 8 s of CPU; CPU time, not
+    # wall time, so a busy machine does not fail it.
+    text = "word " * (4 * 1024 * 1024)
+    started = time.process_time()
+    chunks = chunk_text(text, 600)
+    assert time.process_time() - started < 2.0
+    assert len(chunks) == 34_953 and chunks[-1].endswith("word")
 
 
 def test_the_prompt_gets_the_head_of_a_long_document_and_a_note() -> None:

@@ -137,6 +137,11 @@ class HistorySearch:
             if data is None:
                 continue
             label = f"[{attachment.name or 'document'}]"
-            text = data.decode("utf-8", errors="replace")
-            pieces += [f"{label} {piece}" for piece in self._chunker(text)]
+            # A document may have 20 MB of text: decoded and cut in a thread, not the loop.
+            chunks = await asyncio.to_thread(_chunked, self._chunker, data)
+            pieces += [f"{label} {piece}" for piece in chunks]
         return {message.seq: pieces} if pieces else {}
+
+
+def _chunked(chunker: Chunker, data: bytes) -> list[str]:
+    return chunker(data.decode("utf-8", errors="replace"))
