@@ -114,6 +114,20 @@ async def test_a_photo_is_shown_to_a_vision_model_kept_and_seen_in_follow_ups(
     assert last["messages"][1] == {"role": "user", "content": "[image]\nwhat is this?"}
 
 
+async def test_an_image_sent_as_a_file_of_no_useful_type_is_shown_by_its_name(
+    start_core: Callable[..., Any], llm: FakeLLM
+) -> None:
+    # "binary/octet-stream" says nothing, as "application/octet-stream" does: the Telegram
+    # door lets scan.png through as an image (media.documents.is_image), and the turn
+    # must take it as one too, not refuse it as an unknown document.
+    core = await start_core()
+    image = media_files.png(32, 32)
+    llm.script("A square.")
+    await say(core, "", Upload("document", image, mime="binary/octet-stream", name="scan.png"))
+    [url] = image_urls(llm.chat_requests[-1])
+    assert base64.b64decode(url.split(",", 1)[1]) == image
+
+
 async def test_an_image_for_a_text_only_model_is_refused_and_nothing_is_stored(
     start_core: Callable[..., Any], llm: FakeLLM
 ) -> None:

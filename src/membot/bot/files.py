@@ -12,14 +12,13 @@ from __future__ import annotations
 import io
 import logging
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import Message
 
 from membot.core.media import Upload, UploadKind
-from membot.media.documents import classify
+from membot.media.documents import classify, is_image
 from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, AudioTooLong, FileTooBig
 from membot.media.images import PhotoSize, choose_photo
 
@@ -27,10 +26,6 @@ log = logging.getLogger(__name__)
 
 # The longest a download may take (a 20 MB file over a slow link).
 DOWNLOAD_TIMEOUT = 120
-# As the turn tells an image document (core/media.py): by its type, or by its name when the
-# type says nothing.
-_IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
-_VAGUE_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +74,7 @@ def check(sent: SentFile, *, max_audio_seconds: float) -> None:
         raise FileTooBig(sent.size)
     if sent.seconds is not None and sent.seconds > max_audio_seconds:
         raise AudioTooLong(sent.seconds, max_audio_seconds)
-    if sent.kind == "document" and not _image(sent):
+    if sent.kind == "document" and not is_image(sent.mime, sent.name):
         classify(sent.mime, sent.name)  # UnsupportedType: nothing the turn could read
 
 
@@ -100,10 +95,3 @@ async def download(bot: Bot, sent: SentFile) -> Upload:
         raise FileTooBig(len(data))
     log.info("download: kind=%s size=%d", sent.kind, len(data))
     return Upload(kind=sent.kind, data=data, mime=sent.mime, name=sent.name, caption=sent.caption)
-
-
-def _image(sent: SentFile) -> bool:
-    """A document that is an image (sent uncompressed): the turn shows it to the model."""
-    mime = (sent.mime or "").split(";")[0].strip().lower()
-    suffix = PurePosixPath((sent.name or "").lower()).suffix
-    return mime.startswith("image/") or (mime in _VAGUE_MIME_TYPES and suffix in _IMAGE_SUFFIXES)

@@ -24,10 +24,10 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from membot.clock import Clock, utc_now
+from membot.media.documents import is_image, read_document
 from membot.media.errors import MediaError, UnsupportedType
 from membot.memory.attachment import Attachment, new_file_key
 from membot.memory.base import ChatRepository, StorageUnavailable
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 
 UploadKind = Literal["voice", "audio", "video_note", "photo", "document"]
 _AUDIO_KINDS = frozenset({"voice", "audio", "video_note"})
-_IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 _EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp"}
 _CATALOG_RETRY = 60.0  # s between fetches of a never-fetched catalog, when an image arrives
 
@@ -144,7 +143,6 @@ class MediaReader:
         """The uploads, understood. Raises ModelSeesNoImages, a MediaError (the file) or an
         LLMError (the transcription); nothing is stored either way."""
         from membot.media.audio import prepare_audio
-        from membot.media.documents import read_document
         from membot.media.images import image_part, prepare_image
         from membot.media.text import cut_for_prompt
 
@@ -291,10 +289,6 @@ class MediaReader:
 
 
 def _is_image(upload: Upload) -> bool:
-    if upload.kind != "document":
-        return upload.kind == "photo"
-    mime = (upload.mime or "").split(";")[0].strip().lower()
-    suffix = PurePosixPath((upload.name or "").lower()).suffix
-    return mime.startswith("image/") or (
-        mime in ("", "application/octet-stream") and suffix in _IMAGE_SUFFIXES
+    return upload.kind == "photo" or (
+        upload.kind == "document" and is_image(upload.mime, upload.name)
     )

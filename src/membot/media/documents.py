@@ -69,6 +69,7 @@ _TEXT_SUFFIXES = frozenset(
 _TEXT_NAMES = frozenset({"dockerfile", "makefile", "readme", "license", "changelog"})
 #: Types that say nothing about the contents: the name decides.
 _VAGUE_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+_IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,15 @@ class Document:
     text: str
     size: int
     pages: int | None = None
+
+
+def is_image(mime_type: str | None, file_name: str | None) -> bool:
+    """Whether a document is an image sent as a file (shown like a photo, not read): by its
+    MIME type, or by its name when the type says nothing. The one test of both front doors
+    and the turn, so a file the door lets through as an image is one to the turn too."""
+    mime = (mime_type or "").split(";")[0].strip().lower()
+    suffix = PurePosixPath((file_name or "").lower()).suffix
+    return mime.startswith("image/") or (mime in _VAGUE_MIME_TYPES and suffix in _IMAGE_SUFFIXES)
 
 
 def classify(mime_type: str | None, file_name: str | None) -> DocumentKind:
