@@ -123,6 +123,26 @@ async def test_a_binary_file_named_text_is_broken_not_garbage() -> None:
     assert str(failed.value) == "broken text file"
 
 
+async def test_a_pdf_that_takes_too_long_is_read_as_far_as_time_allows_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A crafted PDF can cost pypdf hours in a thread nothing can stop: pages are read
+    # within a time budget (PDF_READ_SECONDS); with none left after the first page, the
+    # rest are left out and the text says so. (The first page is always read.)
+    pdf = media_files.pdf_with_text("First page.", "Second page.", "Third page.")
+    with caplog.at_level(logging.INFO, logger="membot.media"):
+        document = await read_document(
+            pdf, mime_type="application/pdf", file_name="a.pdf", pdf_seconds=0
+        )
+    assert document.pages == 3
+    assert document.text == (
+        "First page.\n\n[Only the first 1 of 3 pages were read: reading took too long.]"
+    )
+    assert "1 of 3 pages read" in caplog.text and "First page" not in caplog.text
+    whole = await read_document(pdf, mime_type="application/pdf", file_name="a.pdf")
+    assert whole.text == "First page.\n\nSecond page.\n\nThird page."
+
+
 def test_long_text_is_chunked_at_boundaries_and_nothing_is_lost() -> None:
     paragraphs = [f"Paragraph {n}: " + "word " * 40 for n in range(30)]
     text = "\n\n".join(p.strip() for p in paragraphs)

@@ -66,6 +66,11 @@ _TEXT_SUFFIXES = frozenset(
         )
     ).split(" ")
 )
+#: The longest reading a PDF's text may take. A small crafted PDF (thousands of pages that
+#: share one compressed content stream: 400 KB, 2,000 pages) costs pypdf a CPU-second per
+#: 100 pages, and a worker thread cannot be stopped; pages past this are not read, and
+#: the text says so. A few hundred ordinary pages are read well within it.
+PDF_READ_SECONDS = 60.0
 _TEXT_NAMES = frozenset({"dockerfile", "makefile", "readme", "license", "changelog"})
 #: Types that say nothing about the contents: the name decides.
 _VAGUE_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
@@ -110,14 +115,16 @@ async def read_document(
     mime_type: str | None,
     file_name: str | None,
     max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT,
+    pdf_seconds: float = PDF_READ_SECONDS,
 ) -> Document:
-    """The text of a document. Raises FileTooBig, UnsupportedType, BrokenFile or
-    NoTextLayer; the message of none of them quotes the file."""
+    """The text of a document (a PDF's pages read within ``pdf_seconds``). Raises
+    FileTooBig, UnsupportedType, BrokenFile or NoTextLayer; the message of none of them
+    quotes the file."""
     if len(data) > max_bytes:
         raise FileTooBig(len(data), max_bytes)
     kind = classify(mime_type, file_name)
     started = time.perf_counter()
-    document = await asyncio.to_thread(_read, kind, data)
+    document = await asyncio.to_thread(_read, kind, data, pdf_seconds)
     log.info(
         "document read: kind=%s size=%d pages=%s chars=%d took=%.3fs",
         kind,
@@ -129,25 +136,32 @@ async def read_document(
     return document
 
 
-def _read(kind: DocumentKind, data: bytes) -> Document:
+def _read(kind: DocumentKind, data: bytes, pdf_seconds: float) -> Document:
     if kind == "pdf":
-        text, pages = _pdf_text(data)
+        text, pages = _pdf_text(data, pdf_seconds)
         return Document(kind="pdf", text=text, size=len(data), pages=pages)
     return Document(kind="text", text=decode_text(data), size=len(data))
 
 
-def _pdf_text(data: bytes) -> tuple[str, int]:
-    """The text layer of each page, pages apart by a blank line. A PDF that is encrypted
-    with a password, or that pypdf cannot parse, is BrokenFile; one whose pages carry no
-    text is NoTextLayer."""
+def _pdf_text(data: bytes, seconds: float) -> tuple[str, int]:
+    """The text layer of each page, pages apart by a blank line; the pages not read within
+    ``seconds`` (at least one is) left out with a note. A PDF that is encrypted with a
+    password, or that pypdf cannot parse, is BrokenFile; one whose pages carry no text is
+    NoTextLayer."""
     # Imported here: pypdf is needed only when a PDF arrives, not at every start-up.
     from pypdf import PdfReader
 
+    deadline = time.monotonic() + seconds
+    texts: list[str] = []
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise BrokenFile("pdf")
-        texts = [(page.extract_text() or "").strip() for page in reader.pages]
+        pages = len(reader.pages)
+        for page in reader.pages:
+            if texts and time.monotonic() > deadline:
+                break
+            texts.append((page.extract_text() or "").strip())
     except BrokenFile:
         raise
     except Exception:
@@ -158,5 +172,10 @@ def _pdf_text(data: bytes) -> tuple[str, int]:
         raise BrokenFile("pdf")
     text = "\n\n".join(t for t in texts if t)
     if not text:
-        raise NoTextLayer(len(texts))
-    return text, len(texts)
+        raise NoTextLayer(pages)
+    if len(texts) < pages:
+        log.warning("document: PDF read for too long; %d of %d pages read", len(texts), pages)
+        text += (
+            f"\n\n[Only the first {len(texts)} of {pages} pages were read: reading took too long.]"
+        )
+    return text, pages
