@@ -60,16 +60,6 @@ async def prepare_audio(data: bytes, *, max_seconds: float) -> AudioClip:
     return clip
 
 
-async def audio_seconds(data: bytes) -> float:
-    """How long the first audio track of ``data`` plays. Raises BrokenFile or NoAudio."""
-    return await asyncio.to_thread(_seconds_of, data)
-
-
-def _seconds_of(data: bytes) -> float:
-    with _open(data) as container:
-        return _duration(container, _audio_stream(container))
-
-
 def _prepare(data: bytes, max_seconds: float) -> AudioClip:
     with _open(data) as container:
         stream = _audio_stream(container)
