@@ -39,6 +39,7 @@ SECTIONS = (
     "stored",
     "media",
     "stream",
+    "cache",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

@@ -416,6 +416,53 @@ answer's length, and it is small beside the model's seconds.
 """,
 )
 
+CACHE = Section(
+    name="cache",
+    title="A prompt the cache can serve",
+    source="bench/cache.py",
+    summary="how much of each prompt repeats an earlier one's prefix, against the old layout",
+    what="""
+One private chat of 90 messages of realistic length (questions of 40 to 300 characters,
+answers of 180 to 600, a summary of about 700 characters), membot's defaults
+(`WINDOW_SIZE=20`, `SUMMARY_EVERY=20`, the built-in tools) and an Anthropic model id. The fake
+model records every prompt, rendered as a provider reads it (the tools, then the messages);
+the longest prefix a prompt shares with an earlier one is what a prefix cache can serve. The
+old layout (a window of the last 20 messages sliding by one exchange per turn, a summary of
+everything before the last multiple of 20) is rebuilt from the same transcript as the
+reference. Figures are per answer over answers 21 to 45, the steady state. Costs count the
+prompt only, 4 characters a token, at Claude Sonnet 4.5's prices ($3 per million input
+tokens, a cache read 10%, a cache write 125%; the old layout sent no breakpoints, so nothing
+was cached) and GPT-5's ($1.25, cached 10%; it caches prefixes by itself).
+""",
+    found="""
+[[90 messages, answers 21-45|share of the prompt repeating a prefix (now)|percent]] of each
+prompt repeats an earlier prompt's prefix, against
+[[90 messages, answers 21-45|share of the prompt repeating a prefix (today)|percent]] before
+([[90 messages, answers 21-45|share of the prompt repeating a prefix (now)|verdict]]). A
+prompt is [[90 messages, answers 21-45|prompt chars per answer (now)]] against
+[[90 messages, answers 21-45|prompt chars per answer (today)]]
+([[90 messages, answers 21-45|prompt chars per answer, now / today]],
+[[90 messages, answers 21-45|prompt chars per answer, now / today|verdict]]), of which
+[[90 messages, answers 21-45|uncached chars per answer (now)]] are new against
+[[90 messages, answers 21-45|uncached chars per answer (today)]]
+([[90 messages, answers 21-45|uncached chars per answer, now / today]],
+[[90 messages, answers 21-45|uncached chars per answer, now / today|verdict]]). The prompt of
+1,000 answers costs [[90 messages, answers 21-45|prompt cost, Anthropic (now)]] against
+[[90 messages, answers 21-45|prompt cost, Anthropic (today)]] at Anthropic's prices
+([[90 messages, answers 21-45|prompt cost, Anthropic, now / today]]) and
+[[90 messages, answers 21-45|prompt cost, OpenAI (now)]] against
+[[90 messages, answers 21-45|prompt cost, OpenAI (today)]] at OpenAI's
+([[90 messages, answers 21-45|prompt cost, OpenAI, now / today]]).
+""",
+    reading="""
+The window now starts where the summary ends and only grows until the next summary, so a
+prompt is the previous one plus the last answer and the new question; what is new is the
+turn, and, once every `SUMMARY_EVERY` messages, the prompt after the new summary. The window
+is longer on average (20 to 39 messages instead of 20), which is why a prompt is larger and
+still costs less.
+""",
+)
+
 SECTIONS: tuple[Section, ...] = (
     OVERHEAD,
     PARTS,
@@ -429,4 +476,5 @@ SECTIONS: tuple[Section, ...] = (
     STORED,
     MEDIA,
     STREAM,
+    CACHE,
 )

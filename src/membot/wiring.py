@@ -95,8 +95,8 @@ def build_agent(
             model,
             repository,
             every=settings.summary_every,
+            window=settings.window_size,  # kept out of the summary (core/window.py)
             language=settings.summary_language,
-            # With Redis, one summary per conversation across all processes.
             lease=summary_lease(
                 redis, settings.redis.prefix, llm_timeout=settings.llm.timeout, health=health
             ),

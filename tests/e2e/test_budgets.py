@@ -84,6 +84,9 @@ async def test_usage_shows_tokens_and_cost_today_and_this_month(
     day, month = shown.split("\n")[1:3]
     assert day.startswith("Today: ") and day.endswith("cost 0.5")
     assert month.startswith("This month: ") and month.endswith("cost 0.5")
+    # The second prompt repeats the first one's start: the fake's cache served part of it.
+    cached = int(day.split("% of them cached")[0].rsplit(" ", 1)[1])
+    assert 0 < cached < 100 and f"{cached}% of them cached" in month
     clock.now += timedelta(hours=2)  # the next day and month: nothing spent yet
     shown = await say(tg, CHAT, "/usage")
     assert shown == usage_text(EN.USAGE_NONE, EN.USAGE_NONE)
@@ -182,7 +185,8 @@ async def test_two_processes_share_one_budget_on_redis(
 async def test_tool_rounds_and_summaries_are_charged_to_the_user_and_chat(
     tg: FakeTelegram, llm: FakeLLM, start_clocked: StartClocked, data_dir: Path
 ) -> None:
-    bot = await start_clocked(Clock(), summary_every=2)
+    # One message kept in the window: the turn's user message is summarized at once.
+    bot = await start_clocked(Clock(), summary_every=2, window_size=1)
     llm.script(
         Reply(content=None, tool_calls=[native_call("calculate", {"expression": "6*7"})]),
         "It is 42.",

@@ -76,45 +76,58 @@ async def test_answers_a_message_and_remembers_it(
     assert WITH_HISTORY in system_prompt(llm.chat_requests[-1])
 
 
-async def test_prompt_holds_only_the_last_window_size_messages(
+async def test_the_window_starts_where_the_summary_ends(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
-    await start_bot(window_size=4)
+    bot = await start_bot(window_size=4, summary_every=4)
     for i in range(6):
         await say(tg, CHAT, f"m{i}")
+        await settle(tg, bot)
+    # 8 messages made a summary due; it covers the oldest 4 (m0, m1), and the window holds
+    # everything after it: at least the last 4 messages, fewer than 4 + 4, no overlap.
+    [first, _] = llm.summary_requests
+    covered = first["messages"][-1]["content"]
+    assert "ANSWER: m1" in covered and "m2" not in covered
     assert prompt_texts(llm.chat_requests[-1]) == [
+        ("user", "m2"),
+        ("assistant", "ANSWER: m2"),
         ("user", "m3"),
         ("assistant", "ANSWER: m3"),
         ("user", "m4"),
         ("assistant", "ANSWER: m4"),
         ("user", "m5"),
     ]
+    assert "SUMMARY #1" in system_prompt(llm.chat_requests[-1])
 
 
-async def test_summary_made_at_20_and_merged_at_40(
+async def test_summary_made_at_40_and_merged_at_60(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
     bot = await start_bot()
     assert await say(tg, CHAT, "/summary") == texts.NO_SUMMARY.format(every=20)
-    for i in range(1, 11):
+    for i in range(1, 21):
         await say(tg, CHAT, f"fact {i}")
-    await settle(tg, bot)  # the summary runs after the 10th answer, in background
+    # The summary runs after the 20th answer, in background: WINDOW_SIZE + SUMMARY_EVERY
+    # messages are not summarized; it covers the oldest 20, the window keeps the last 20.
+    await settle(tg, bot)
     assert len(llm.summary_requests) == 1
     first_request = llm.summary_requests[0]["messages"][-1]["content"]
     assert "Previous summary: none" in first_request
     assert "User (Alice): fact 1" in first_request and "Assistant: ANSWER: fact 10" in first_request
+    assert "fact 11" not in first_request
     summary_1 = (data_dir / str(CHAT) / "summary.txt").read_text()
     assert summary_1.startswith("SUMMARY #1")
     assert meta(data_dir, CHAT)["summarized_upto"] == 20
 
     shown = await say(tg, CHAT, "/summary")
     assert summary_1 in shown
-    # The next answer's prompt carries the summary, labelled, plus the window.
-    await say(tg, CHAT, "fact 11")
+    # The next answer's prompt carries the summary, labelled, plus the window after it.
+    await say(tg, CHAT, "fact 21")
     assert summary_1 in system_prompt(llm.chat_requests[-1])
     assert "Summary of the earlier conversation" in system_prompt(llm.chat_requests[-1])
+    assert prompt_texts(llm.chat_requests[-1])[0] == ("user", "fact 11")
 
-    for i in range(12, 21):
+    for i in range(22, 31):
         await say(tg, CHAT, f"fact {i}")
     await settle(tg, bot)
     assert len(llm.summary_requests) == 2
@@ -122,12 +135,13 @@ async def test_summary_made_at_20_and_merged_at_40(
     assert f"Previous summary:\n{summary_1}" in merge_request
     assert "fact 11" in merge_request and "fact 20" in merge_request
     assert "fact 10" not in merge_request  # already covered by the previous summary
+    assert "fact 21" not in merge_request  # still in the window
     summary_2 = (data_dir / str(CHAT) / "summary.txt").read_text()
     assert summary_2.startswith("SUMMARY #2")
     log_lines = (data_dir / str(CHAT) / "summaries.log").read_text().splitlines()
     assert len(log_lines) == 2
     m = meta(data_dir, CHAT)
-    assert (m["messages_total"], m["summarized_upto"], m["summaries_made"]) == (40, 40, 2)
+    assert (m["messages_total"], m["summarized_upto"], m["summaries_made"]) == (60, 40, 2)
     instructions = system_prompt(llm.summary_requests[1])
     assert "5 to 8 lines" in instructions and "no lists" in instructions
 
@@ -135,7 +149,7 @@ async def test_summary_made_at_20_and_merged_at_40(
 async def test_failed_summary_is_retried_at_a_later_turn(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    bot = await start_bot(summary_every=4)
+    bot = await start_bot(summary_every=2, window_size=1)
     await say(tg, CHAT, "one")
     llm.set_responder(
         lambda body: (
@@ -144,7 +158,7 @@ async def test_failed_summary_is_retried_at_a_later_turn(
             else llm.default_reply(body)
         )
     )
-    await say(tg, CHAT, "two")  # 4 messages stored: the summary is due, and fails
+    await say(tg, CHAT, "two")  # 4 messages stored, 1 kept in the window: due, and fails
     await settle(tg, bot)
     assert len(llm.summary_requests) == 1
     assert not (data_dir / str(CHAT) / "summary.txt").exists()
@@ -153,7 +167,7 @@ async def test_failed_summary_is_retried_at_a_later_turn(
     await settle(tg, bot)
     assert len(llm.summary_requests) == 2
     assert "one" in llm.summary_requests[1]["messages"][-1]["content"]
-    assert meta(data_dir, CHAT)["summarized_upto"] == 6
+    assert meta(data_dir, CHAT)["summarized_upto"] == 4  # in steps of 2, the last kept out
 
 
 async def test_reset_wipes_the_chat(
@@ -429,8 +443,9 @@ async def test_logs_at_info_hold_no_message_text_and_no_token(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO):
-        bot = await start_bot(summary_every=2)
+        bot = await start_bot(summary_every=2, window_size=1)
         await say(tg, CHAT, "my password is hunter2")
+        await say(tg, CHAT, "and my pin is 0000")
         await settle(tg, bot)
     assert len(llm.summary_requests) == 1
     assert "llm chat: model=test/model status=ok" in caplog.text

@@ -121,8 +121,9 @@ async def test_language_command_shows_sets_and_refuses(
 async def test_the_summary_is_asked_for_in_the_chats_language(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
-    await start_bot(summary_every=2)
+    await start_bot(summary_every=2, window_size=1)
     await say(tg, FIRST)
+    await say(tg, FIRST)  # 4 messages, 1 kept in the window: a summary is due
     await llm.wait_until(lambda: len(llm.summary_requests) == 1, what="the summary request")
     instructions = llm.summary_requests[0]["messages"][0]["content"]
     assert "Write the summary in Russian." in instructions

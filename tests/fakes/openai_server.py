@@ -94,6 +94,26 @@ def content_text(content: Any) -> str:
     return ""
 
 
+def rendered_prompt(body: dict[str, Any]) -> str:
+    """A request's prompt as one text, in the order a provider reads it: the tools, then
+    each message's role, text and tool calls."""
+    parts = [json.dumps(body.get("tools") or "")]
+    for m in body.get("messages") or []:
+        if isinstance(m, dict):
+            parts.append(f"<{m.get('role')}>{content_text(m.get('content'))}")
+            parts.append(json.dumps(m.get("tool_calls") or ""))
+    return "".join(parts)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class _InvalidRequest(Exception):
     """The request would be rejected by OpenAI; the message is OpenAI-style."""
 
@@ -211,7 +231,10 @@ class FakeLLM(MediaEndpoints, LocalServer):
         # call (decimal strings) to report one; neither reports no cost, as some providers do.
         self.price_per_token: str | None = None
         self.cost_per_call: str | None = None
-        self.cached_tokens = 0  # reported in usage.prompt_tokens_details
+        # Reported in usage.prompt_tokens_details; None: the longest prefix this prompt
+        # shares with an earlier one of the same model (a provider's prefix cache).
+        self.cached_tokens: int | None = None
+        self._prompts: dict[str, list[str]] = {}
         self.requests: list[dict[str, Any]] = []
         # Parsed bodies answered 4xx by validation or refuse_server_tools (not in requests).
         self.rejected_requests: list[dict[str, Any]] = []
@@ -447,6 +470,9 @@ class FakeLLM(MediaEndpoints, LocalServer):
         completion_chars = len(reply.content or "") + len(json.dumps(tool_calls or ""))
         prompt_tokens = _tokens(prompt_chars)
         completion_tokens = _tokens(completion_chars)
+        cached_tokens = self.cached_tokens
+        if cached_tokens is None:
+            cached_tokens = min(prompt_tokens, self._cached_prefix(body) // 4)
         completion = {
             "id": f"chatcmpl-fake-{n}",
             "object": "chat.completion",
@@ -465,7 +491,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
+                "prompt_tokens_details": {"cached_tokens": cached_tokens},
             },
         }
         if self.price_per_token is not None or self.cost_per_call is not None:
@@ -475,6 +501,15 @@ class FakeLLM(MediaEndpoints, LocalServer):
             # A JSON number, as OpenRouter sends it (its shortest repr is exact here).
             completion["usage"]["cost"] = float(cost)
         return completion
+
+    def _cached_prefix(self, body: dict[str, Any]) -> int:
+        """Characters of this prompt (tools first, then the messages, as providers lay
+        them out) that repeat the start of an earlier prompt to the same model."""
+        text = rendered_prompt(body)
+        earlier = self._prompts.setdefault(str(body.get("model")), [])
+        best = max((_common_prefix(text, other) for other in earlier), default=0)
+        earlier.append(text)
+        return best
 
     @staticmethod
     def _tool_call(call: dict[str, Any], n: int, k: int) -> dict[str, Any]:

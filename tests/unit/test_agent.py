@@ -61,7 +61,7 @@ async def make_agent(model: ScriptedModel, repo: MemoryRepository) -> AsyncItera
             model=model,
             repository=repo,
             prompts=PromptBuilder(SYSTEM),
-            summarizer=Summarizer(model, repo, every=summary_every),
+            summarizer=Summarizer(model, repo, every=summary_every, window=window_size),
             window_size=window_size,
             tools=ToolExecutor(registry, timeout=5) if registry else None,
             tool_mode=make_mode(mode),
@@ -570,20 +570,23 @@ async def test_a_new_sessions_settings_are_kept_with_its_first_turn(
 async def test_the_summary_is_made_after_the_answer_in_the_background(
     make_agent: MakeAgent, model: ScriptedModel, repo: MemoryRepository
 ) -> None:
-    agent = make_agent(summary_every=4)
+    # 4 messages = WINDOW_SIZE + SUMMARY_EVERY: the oldest 2 are summarized, 2 stay in view.
+    agent = make_agent(summary_every=2, window_size=2)
     order: list[str] = []
 
     async def answered(result: TurnResult) -> None:
         order.append(f"answer: {result.reply}")
 
-    model.script("one", "two", "Ann said one and two.")
+    model.script("one", "two", "Ann said one.")
     await agent.respond(said("first"), RecordingSink(on_answer=answered))
     await agent.respond(said("second"), RecordingSink(on_answer=answered))
     await agent.tasks.join()
     assert [r.purpose for r in model.requests] == ["chat", "chat", "summary"]
     assert order == ["answer: one", "answer: two"]
-    assert await repo.get_summary(SESSION) == "Ann said one and two."
-    assert (await repo.get_meta(SESSION)).summarized_upto == 4
+    covered = model.requests[-1].messages[-1]["content"]
+    assert "first" in covered and "second" not in covered
+    assert await repo.get_summary(SESSION) == "Ann said one."
+    assert (await repo.get_meta(SESSION)).summarized_upto == 2
 
 
 async def test_reset_forgets_the_conversation_and_its_consultation(

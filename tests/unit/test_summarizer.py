@@ -262,9 +262,12 @@ async def test_summary_language_goes_into_the_instructions(
 async def test_summary_language_setting_reaches_the_running_bot(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
-    await start_bot(summary_every=2, summary_language="Deutsch")
+    # The window keeps the last message out of the summary: two turns make one due.
+    await start_bot(summary_every=2, window_size=1, summary_language="Deutsch")
     tg.push_text(CHAT_ID, "hallo")
     await tg.wait_for_messages(CHAT_ID, 1)
+    tg.push_text(CHAT_ID, "wie geht's")
+    await tg.wait_for_messages(CHAT_ID, 2)
     await llm.wait_until(lambda: len(llm.summary_requests) == 1, what="the summary request")
     instructions, _ = prompt(llm.summary_requests[0])
     assert "Write the summary in Deutsch." in instructions

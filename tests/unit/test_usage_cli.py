@@ -21,13 +21,14 @@ from membot.usage.redis import RedisLedger
 NOW = datetime.now(UTC)
 
 
-def charge(cost: str | None, user: int, chat: int, at: datetime = NOW) -> Charge:
+def charge(cost: str | None, user: int, chat: int, at: datetime = NOW, cached: int = 0) -> Charge:
     return Charge(
         at=at,
         purpose="chat",
         model="m",
         prompt_tokens=10,
         completion_tokens=5,
+        cached_tokens=cached,
         cost=Decimal(cost) if cost else None,
         user_id=user,
         conversation=ConversationId.telegram(chat),
@@ -37,7 +38,7 @@ def charge(cost: str | None, user: int, chat: int, at: datetime = NOW) -> Charge
 def test_the_table_and_json_from_files(tmp_path: Path) -> None:
     async def fill() -> None:
         ledger = FileLedger(tmp_path / "data")
-        await ledger.record(charge("0.1", 1, -5))
+        await ledger.record(charge("0.1", 1, -5, cached=5))
         await ledger.record(charge("0.2", 2, -5))
         await ledger.record(charge(None, 2, 2))
         await ledger.record(charge("9", 1, -5, at=NOW - timedelta(days=400)))  # before --since
@@ -53,6 +54,8 @@ def test_the_table_and_json_from_files(tmp_path: Path) -> None:
     assert rows[("user", "2")]["cost"] == "0.2" and rows[("user", "2")]["unpriced_calls"] == 1
     assert rows[("chat", "tg:-5")]["cost"] == "0.3"  # exact: 0.1 + 0.2
     assert rows[("chat", "tg:-5")]["prompt_tokens"] == 20
+    # The share of prompt tokens a provider's cache served.
+    assert rows[("user", "1")]["cached_percent"] == 50
     table = run_membot(tmp_path, env, "usage", "--since", since)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
@@ -63,10 +66,12 @@ def test_the_table_and_json_from_files(tmp_path: Path) -> None:
         "prompt",
         "completion",
         "cached",
+        "cached%",
         "cost",
         "unpriced",
     ]
-    assert ["chat", "tg:-5", "2", "20", "10", "0", "0.3", "0"] in [line.split() for line in lines]
+    table_rows = [line.split() for line in lines]
+    assert ["chat", "tg:-5", "2", "20", "10", "5", "25%", "0.3", "0"] in table_rows
 
 
 def test_redis_and_a_bad_date(tmp_path: Path, prefix: str) -> None:

@@ -20,7 +20,9 @@ from membot.core.summarizer import HistoryCompressor
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
+from membot.llm.cache import mark
 from membot.llm.model import CallOptions, ChatMessage, ChatModel
 from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
 from membot.media.errors import UnsupportedType
@@ -69,6 +71,9 @@ class Agent:
         self.prompts = prompts
         self.summarizer = summarizer
         self.window_size = window_size
+        # The window starts where the summary ends and only grows until the next summary
+        # (core/window.py): the prompt's prefix stays the same for a provider's cache.
+        self.policy = WindowPolicy(window_size, summarizer.every)
         self.registry = tools.registry if tools else ToolRegistry()
         # During a consultation (or where a front door does not want it) the model is not
         # offered `start_consultation`; both registries and their prompt text are fixed.
@@ -107,7 +112,8 @@ class Agent:
         model fails."""
         opts = options or TurnOptions()
         cid = incoming.conversation
-        ctx = await self.repository.context(cid, self.window_size)
+        ctx = await self.repository.context(cid, self.policy.read)
+        history = self.policy.window(ctx.meta.summarized_upto, ctx.history)
         plan = await self._plan(incoming, ctx.meta, opts)
         opening = plan.round
         chosen = plan.start.model
@@ -128,24 +134,29 @@ class Agent:
             attachments=seen.attachments,
         )
         images: Mapping[int, tuple[dict[str, Any], ...]] = {}
-        if self.media is not None and any(m.attachments for m in ctx.history):
+        if self.media is not None and any(m.attachments for m in history):
             images = await self.media.window_images(
-                self.repository, cid, ctx.history, model=model, taken=len(seen.images)
+                self.repository, cid, history, model=model, taken=len(seen.images)
             )
-        window = self.prompts.window(ctx.history, group=incoming.group, images=images)
+        window = self.prompts.window(history, group=incoming.group, images=images)
+        if window:  # a cache breakpoint after the window (llm/cache.py): it only grows
+            window[-1] = mark(window[-1])
 
         def system() -> ChatMessage:
-            return self.prompts.build_system(
-                summary=ctx.summary,
-                has_history=bool(window),
-                group=incoming.group,
-                facts=ctx.facts,
-                extra_system=[
-                    *self._sections[plan.offers_consultation],
-                    *([plan.round.system_note()] if plan.round else []),
-                ],
-                # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
-                system_prompt=opts.system_prompt or plan.start.persona,
+            # ... and after the head, which stays the same from one summary to the next.
+            return mark(
+                self.prompts.build_system(
+                    summary=ctx.summary,
+                    has_history=bool(window),
+                    group=incoming.group,
+                    facts=ctx.facts,
+                    extra_system=[
+                        *self._sections[plan.offers_consultation],
+                        *([plan.round.system_note()] if plan.round else []),
+                    ],
+                    # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
+                    system_prompt=opts.system_prompt or plan.start.persona,
+                )
             )
 
         new = to_chat_message(

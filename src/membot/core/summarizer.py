@@ -9,6 +9,7 @@ from typing import Protocol
 
 from membot.core.language import language_name
 from membot.core.lease import SummaryLease
+from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError
 from membot.llm.model import ChatModel
@@ -37,6 +38,8 @@ INSTRUCTIONS = (
 class HistoryCompressor(Protocol):
     """What the agent needs from a summarizer: when one is due, and to make it."""
 
+    every: int
+
     def due(self, messages_total: int, summarized_upto: int) -> bool: ...
 
     async def maybe_summarize(self, cid: ConversationId) -> bool: ...
@@ -51,19 +54,22 @@ class Summarizer:
         repository: ChatRepository,
         *,
         every: int,
+        window: int = 0,
         language: str = "",
         lease: SummaryLease | None = None,
     ) -> None:
         self.model = model
         self.repository = repository
         self.every = every
+        # The window the prompt keeps after the summary (core/window.py); 0: cover everything.
+        self.policy = WindowPolicy(window, every)
         # With several processes on one Redis: one summary per conversation across them all.
         self.lease = lease
         # SUMMARY_LANGUAGE, verbatim ("German", "Deutsch"): it wins over the conversation's.
         self.language = language.strip()
 
     def due(self, messages_total: int, summarized_upto: int) -> bool:
-        return messages_total - summarized_upto >= self.every
+        return self.policy.due(messages_total, summarized_upto)
 
     async def maybe_summarize(self, cid: ConversationId) -> bool:
         """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did.
@@ -82,7 +88,7 @@ class Summarizer:
         if not self.due(meta.messages_total, meta.summarized_upto):
             return False
         cap = self.every * MAX_BLOCK_FACTOR
-        if meta.unsummarized > cap:
+        if meta.unsummarized - self.policy.size > cap:
             # Oldest first, so nothing is skipped: the rest stays due, and the next turn's
             # summary carries on from where this one stops.
             log.warning(
@@ -91,14 +97,16 @@ class Summarizer:
                 meta.unsummarized,
                 cap,
             )
-        block: list[Message] = []
+        read: list[Message] = []
         async with contextlib.aclosing(
             self.repository.iter_messages(cid, after_seq=meta.summarized_upto)
         ) as messages:
             async for message in messages:
-                block.append(message)
-                if len(block) == cap:
+                read.append(message)
+                if len(read) > cap:  # one past the block: where the window starts
                     break
+        end = self.policy.boundary(meta.summarized_upto, meta.messages_total, read, cap)
+        block = [m for m in read if m.seq <= end]
         if not block:
             return False
         previous = await self.repository.get_summary(cid)

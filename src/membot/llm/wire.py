@@ -12,6 +12,7 @@ import aiohttp
 import openai
 from openai.types import CompletionUsage
 
+from membot.llm.cache import for_wire
 from membot.llm.model import CallOptions, ChatMessage, Usage
 
 #: OpenRouter's server-side web search, run by OpenRouter within the one completion.
@@ -32,7 +33,11 @@ class Request:
 
     def body(self, *, web_plugin: bool) -> dict[str, Any]:
         opts = self.options
-        body: dict[str, Any] = {"model": self.model, "messages": self.messages}
+        # Cache breakpoints where the agent marked them, for the models that need them.
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": for_wire(self.model, self.messages),
+        }
         tools = list(self.tools)
         # tool_choice steers function calls only; without function tools it means nothing.
         if tools and self.tool_choice:

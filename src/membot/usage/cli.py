@@ -67,7 +67,17 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
         print(json.dumps({"since": since, "until": day_key(today), "rows": out}, indent=2))
         return 0
     print(f"usage from {since} to {day_key(today)} (UTC days)")
-    header = ("kind", "id", "calls", "prompt", "completion", "cached", "cost", "unpriced")
+    header = (
+        "kind",
+        "id",
+        "calls",
+        "prompt",
+        "completion",
+        "cached",
+        "cached%",
+        "cost",
+        "unpriced",
+    )
     table = [header] + [
         (
             r.kind,
@@ -76,6 +86,7 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
             str(r.totals.prompt_tokens),
             str(r.totals.completion_tokens),
             str(r.totals.cached_tokens),
+            f"{r.totals.cached_percent}%",
             format(r.totals.cost.normalize(), "f"),
             str(r.totals.unpriced),
         )

@@ -114,12 +114,20 @@ class Totals:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def cached_percent(self) -> int:
+        """The share of prompt tokens a provider's cache served, in whole percent."""
+        if not self.prompt_tokens:
+            return 0
+        return round(100 * self.cached_tokens / self.prompt_tokens)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
+            "cached_percent": self.cached_percent,
             "cost": format(self.cost, "f"),
             "unpriced_calls": self.unpriced,
         }

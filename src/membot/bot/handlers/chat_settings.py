@@ -82,6 +82,7 @@ def usage_line(words: texts.Texts, totals: Totals) -> str:
         tokens=totals.tokens,
         prompt=totals.prompt_tokens,
         completion=totals.completion_tokens,
+        cached=totals.cached_percent,
         cost=cost_text(totals.cost),
     )
 

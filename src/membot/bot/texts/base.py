@@ -64,7 +64,8 @@ class Texts:
     PERSONA_RESET: str
     PERSONA_TOO_LONG: str  # {limit}, {length}
 
-    # /usage. USAGE_LINE: {tokens}, {prompt}, {completion}, {cost}.
+    # /usage. USAGE_LINE: {tokens}, {prompt}, {completion}, {cached} (the
+    # percent of the prompt tokens a provider's cache served), {cost}.
     USAGE_YOURS: str  # {day}, {month}
     USAGE_CHAT: str  # {day}, {month}
     USAGE_LINE: str

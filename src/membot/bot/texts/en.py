@@ -87,7 +87,9 @@ EN = Texts(
     PERSONA_TOO_LONG="A persona can be at most {limit} characters; this one has {length}.",
     USAGE_YOURS="Your usage\nToday: {day}\nThis month: {month}",
     USAGE_CHAT="This chat\nToday: {day}\nThis month: {month}",
-    USAGE_LINE="{tokens} tokens ({prompt} in, {completion} out), cost {cost}",
+    USAGE_LINE=(
+        "{tokens} tokens ({prompt} in, {cached}% of them cached; {completion} out), cost {cost}"
+    ),
     USAGE_NONE="nothing yet",
     FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
     FILE_UNSUPPORTED=(

@@ -93,7 +93,10 @@ RU = Texts(
     PERSONA_TOO_LONG="Персона может быть не длиннее {limit} символов; в этой {length}.",
     USAGE_YOURS="Ваш расход\nСегодня: {day}\nВ этом месяце: {month}",
     USAGE_CHAT="Этот чат\nСегодня: {day}\nВ этом месяце: {month}",
-    USAGE_LINE="{tokens} токенов ({prompt} на входе, {completion} на выходе), стоимость {cost}",
+    USAGE_LINE=(
+        "{tokens} токенов ({prompt} на входе, из них {cached}% из кэша; {completion} на выходе), "
+        "стоимость {cost}"
+    ),
     USAGE_NONE="пока ничего",
     FILE_TOO_BIG="Этот файл для меня слишком большой: я читаю файлы до {limit_mb} МБ.",
     FILE_UNSUPPORTED=(
