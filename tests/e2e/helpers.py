@@ -13,6 +13,8 @@ from membot.bot import texts
 
 # /help as the bot sends it with the default CONSULT_ROUNDS and MAX_ROUNDS.
 HELP_TEXT = texts.HELP.format(rounds=3, max_rounds=10)
+# /summary before the first one, with the default WINDOW_SIZE and SUMMARY_EVERY.
+NO_SUMMARY_YET = texts.NO_SUMMARY.format(first=40, every=20, window=20)
 
 
 def stored(data_dir: Path, chat_id: int) -> list[dict[str, Any]]:

@@ -12,7 +12,15 @@ import pytest
 from membot.bot import texts
 from membot.core.prompt import NO_HISTORY, WITH_HISTORY
 from tests.conftest import TOKEN, RunningBot, StartBot
-from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts, stored, system_prompt
+from tests.e2e.helpers import (
+    HELP_TEXT,
+    NO_SUMMARY_YET,
+    meta,
+    prompt_texts,
+    roles_and_texts,
+    stored,
+    system_prompt,
+)
 from tests.fakes import FakeLLM, FakeTelegram, Reply
 
 CHAT = 1001
@@ -104,7 +112,7 @@ async def test_summary_made_at_40_and_merged_at_60(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
     bot = await start_bot()
-    assert await say(tg, CHAT, "/summary") == texts.NO_SUMMARY.format(every=20)
+    assert await say(tg, CHAT, "/summary") == NO_SUMMARY_YET
     for i in range(1, 21):
         await say(tg, CHAT, f"fact {i}")
     # The summary runs after the 20th answer, in background: WINDOW_SIZE + SUMMARY_EVERY

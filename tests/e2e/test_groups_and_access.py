@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from membot.bot import texts
 from membot.bot.middlewares import NOT_ALLOWED
 from membot.bot.render import render
 from tests.conftest import StartBot
-from tests.e2e.helpers import HELP_TEXT, prompt_texts, roles_and_texts, stored
+from tests.e2e.helpers import HELP_TEXT, NO_SUMMARY_YET, prompt_texts, roles_and_texts, stored
 from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
 
 GROUP = -200
@@ -99,7 +98,7 @@ async def test_group_reply_to_the_bot_and_commands_are_answered(
     tg.push_text(GROUP, "/help", **BOB)
     tg.push_text(GROUP, f"/summary@{BOT_USERNAME}", **CAROL)
     sent = await tg.wait_for_messages(GROUP, 4)
-    assert [m.text for m in sent[2:]] == [HELP_TEXT, texts.NO_SUMMARY.format(every=20)]
+    assert [m.text for m in sent[2:]] == [HELP_TEXT, NO_SUMMARY_YET]
     assert len(llm.requests) == 2
     people = [(m["user_id"], m["name"]) for m in stored(data_dir, GROUP) if m["role"] == "user"]
     assert people == [(502, "Carol"), (501, "Bob Stone")]
@@ -186,7 +185,7 @@ async def test_forum_topic_answers_stay_in_the_topic(
     tg.push_mention(forum, "write a lot", chat_type="supergroup", thread_id=topic, **BOB)
     tg.push_text(forum, "/summary", chat_type="supergroup", thread_id=topic, **BOB)
     sent = await tg.wait_for_messages(forum, len(render(long_answer)) + 1)
-    assert len(sent) >= 3 and sent[-1].text == texts.NO_SUMMARY.format(every=20)
+    assert len(sent) >= 3 and sent[-1].text == NO_SUMMARY_YET
     # Every part, not only the first (which is a reply), and the command's answer too.
     assert [m.params.get("message_thread_id") for m in sent] == [str(topic)] * len(sent)
     assert [p.get("message_thread_id") for p in tg.action_params] == [str(topic)]

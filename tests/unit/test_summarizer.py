@@ -306,3 +306,28 @@ async def test_a_summary_made_across_a_reset_never_reaches_the_new_conversation(
     assert await summarizer.maybe_summarize(CHAT) is True
     assert "question" not in model.requests[-1].messages[-1]["content"]
     assert await repository.get_summary(CHAT) == "Ann said new things."
+
+
+async def test_a_file_sent_without_words_is_in_the_summary_as_its_marker() -> None:
+    """A photo or a PDF sent with no caption is still something the user said: the
+    summarizer reads its marker, never an empty "User:" line."""
+    from membot.memory.attachment import Attachment
+
+    model = ScriptedModel([ScriptedReply("summary")])
+    repo = MemoryRepository()
+    summarizer = Summarizer(model, repo, every=2, window=1)
+    cid = ConversationId.telegram(5)
+    pdf = Attachment(kind="document", mime="application/pdf", name="lease.pdf", pages=2)
+    await repo.append(
+        cid,
+        [
+            Message(role="user", content="", attachments=(pdf,)),
+            Message(role="assistant", content="Got the lease."),
+            Message(role="user", content="and the deposit?"),
+            Message(role="assistant", content="Two months."),
+        ],
+    )
+    await summarizer.maybe_summarize(cid)
+    prompt = json.dumps(model.requests[0].messages, ensure_ascii=False)
+    assert pdf.marker() in prompt
+    assert "User: \\n" not in prompt

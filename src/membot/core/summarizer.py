@@ -166,7 +166,9 @@ class Summarizer:
 def _line(message: Message) -> str:
     if message.role == "user":
         who = f"User ({message.name})" if message.name else "User"
-        return f"{who}: {message.content}"
+        # A photo or a document sent without words is still something the user said.
+        said = " ".join([*(a.marker() for a in message.attachments), message.content])
+        return f"{who}: {said.strip()}"
     if message.role == "tool":
         return f"Tool result: {message.content[:TOOL_RESULT_CHARS]}"
     if message.tool_calls and not message.content.strip():

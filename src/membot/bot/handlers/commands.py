@@ -96,7 +96,7 @@ def build_router() -> Router:
         note = consultation_note(words, state)
         text = await repository.get_summary(ConversationId.telegram(message.chat.id))
         if not text:
-            await message.answer(words.NO_SUMMARY.format(every=conversation.summary_every) + note)
+            await message.answer(no_summary(words, conversation) + note)
             return
         await send_markdown(
             bot,
@@ -126,3 +126,9 @@ def build_router() -> Router:
         )
 
     return router
+
+
+def no_summary(words: texts.Texts, conversation: ConversationSettings) -> str:
+    """When the first summary comes: once the window and one summary's worth are there."""
+    window, every = conversation.window_size, conversation.summary_every
+    return words.NO_SUMMARY.format(first=window + every, every=every, window=window)

@@ -17,7 +17,7 @@ class Texts:
     START: str
     HELP: str  # {rounds}, {max_rounds}
     RESET_DONE: str
-    NO_SUMMARY: str  # {every}
+    NO_SUMMARY: str  # {first}, {every}, {window}
     SUMMARY: str  # {summary}
     NO_FACTS: str
     FACTS: str  # {facts}

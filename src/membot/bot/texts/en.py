@@ -24,7 +24,10 @@ EN = Texts(
         "In groups, mention me or reply to my message (a voice message: reply to mine)."
     ),
     RESET_DONE="Done: I've forgotten everything in this chat. Let's start over.",
-    NO_SUMMARY="There is no summary yet: I make one after every {every} messages.",
+    NO_SUMMARY=(
+        "There is no summary yet: the first comes after {first} messages, then one every "
+        "{every} (the latest {window} are always kept word for word)."
+    ),
     SUMMARY="Here is what I remember of our earlier conversation:\n\n{summary}",
     NO_FACTS=(
         "I'm not keeping any facts for this chat yet. Ask me to remember something, "
