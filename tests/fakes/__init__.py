@@ -6,6 +6,7 @@ from tests.fakes.openai_stream import Pacing
 from tests.fakes.telegram import (
     BOT_ID,
     BOT_USERNAME,
+    Draft,
     FakeTelegram,
     MessageOptions,
     SentMessage,
@@ -15,6 +16,7 @@ from tests.fakes.telegram import (
 __all__ = [
     "BOT_ID",
     "BOT_USERNAME",
+    "Draft",
     "FakeLLM",
     "FakeTelegram",
     "MessageOptions",

@@ -132,6 +132,18 @@ class SentMessage:
     at: float = 0.0  # time.monotonic() when the fake accepted it
 
 
+@dataclass(slots=True)
+class Draft:
+    """One accepted ``sendMessageDraft``: the partial answer a private chat was shown."""
+
+    chat_id: int
+    draft_id: int
+    text: str
+    entities: list[dict[str, Any]]
+    can_stop: bool
+    at: float  # time.monotonic() when the fake accepted it
+
+
 class MessageOptions(TypedDict, total=False):
     """Keyword options shared by the ``push_*`` update builders."""
 
@@ -775,6 +787,7 @@ class FakeTelegram(LocalServer):
             "supports_inline_queries": False,
         }
         self.sent: list[SentMessage] = []
+        self.drafts: list[Draft] = []  # every accepted sendMessageDraft, in order
         self.actions: list[tuple[int, str]] = []
         self.action_params: list[dict[str, Any]] = []  # every sendChatAction's parameters
         self.commands: list[dict[str, Any]] = []
@@ -1408,6 +1421,7 @@ class FakeTelegram(LocalServer):
             ("getWebhookInfo", self._get_webhook_info),
             ("sendMessage", self._send_message),
             ("sendChatAction", self._send_chat_action),
+            ("sendMessageDraft", self._send_message_draft),
             ("getChatAdministrators", self._get_chat_administrators),
             ("getFile", self._get_file),
             ("answerCallbackQuery", self._answer_callback_query),
@@ -1623,6 +1637,33 @@ class FakeTelegram(LocalServer):
         if target is None and not allow_missing:
             raise _ApiError(400, "Bad Request: message to be replied not found")
         return target
+
+    def drafts_to(self, chat_id: int) -> list[Draft]:
+        return [d for d in self.drafts if d.chat_id == chat_id]
+
+    async def _send_message_draft(self, params: dict[str, Any]) -> bool:
+        """Private chats only, as Telegram; a non-zero draft_id; text of at most 4096."""
+        chat_id = _chat_id(params)
+        if self._chat(chat_id).get("type") != "private":
+            raise _ApiError(400, "Bad Request: drafts can be sent only to private chats")
+        draft_id = _opt_int(params, "draft_id")
+        if not draft_id:
+            raise _ApiError(400, "Bad Request: draft_id must be non-zero")
+        raw = params.get("text") or ""
+        if not isinstance(raw, str):
+            raise _ApiError(400, "Bad Request: text must be a string")
+        explicit = params.get("entities")
+        if explicit and self._reject_entities is not None and self._reject_entities(params):
+            raise _bad_entities("rejected by the test (reject_entities_when)")
+        try:
+            entities = validate_entities(raw, explicit) if explicit else []
+        except _ParseError as exc:
+            raise _bad_entities(str(exc)) from None
+        if utf16_len(raw) > MAX_MESSAGE_LENGTH:
+            raise _ApiError(400, "Bad Request: text is too long")
+        can_stop = _opt_bool(params, "can_stop")
+        self.drafts.append(Draft(chat_id, draft_id, raw, entities, can_stop, time.monotonic()))
+        return True
 
     async def _send_chat_action(self, params: dict[str, Any]) -> bool:
         chat_id = _chat_id(params)

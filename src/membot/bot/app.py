@@ -99,6 +99,7 @@ class MembotApp:
             quota=core.quota,
             admins=ChatAdmins(settings.admin_user_ids),
             passing=passing,
+            streaming=settings.telegram.streaming,
         )
         access = AccessMiddleware(settings.allowed_user_ids)
         self.dispatcher.message.middleware(access)

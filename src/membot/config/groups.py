@@ -31,6 +31,7 @@ class TelegramSettings:
     chat_burst: int
     group_rate: float
     bot_rate: float
+    streaming: bool  # answers in private chats shown as drafts while they are written
 
     @property
     def webhook_path(self) -> str:

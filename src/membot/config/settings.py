@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     telegram_chat_burst: int = Field(default=3, ge=1, le=100)
     telegram_group_rate: float = Field(default=20.0, gt=0, le=60_000)
     telegram_bot_rate: float = Field(default=30.0, gt=0, le=10_000)
+    # Private chats see the answer while it is written (sendMessageDraft); false: one message.
+    streaming: bool = True
     # Voice, images and documents (membot.media).
     transcription_model: str = Field(default="openai/whisper-1", min_length=1, pattern=r"^\S+$")
     max_audio_seconds: int = Field(default=600, ge=1, le=24 * 3600)
@@ -195,6 +197,7 @@ class Settings(BaseSettings):
             chat_burst=self.telegram_chat_burst,
             group_rate=self.telegram_group_rate,
             bot_rate=self.telegram_bot_rate,
+            streaming=self.streaming,
         )
 
     @property

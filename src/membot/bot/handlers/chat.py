@@ -11,6 +11,7 @@ from aiogram.types import Message
 from aiogram.utils.chat_action import ChatActionSender
 
 from membot.bot import texts
+from membot.bot.drafts import Drafts
 from membot.bot.filters import AddressedToBot, Inline, strip_mention
 from membot.bot.render import send_markdown, topic_of
 from membot.core.service import ConversationService
@@ -54,6 +55,30 @@ class TelegramSink:
         )
 
 
+class DraftSink(TelegramSink):
+    """A TelegramSink that shows the answer while it is written (private chats, STREAMING):
+    the agent streams the model for it, `delta` feeds the drafts (never raises, never waits
+    on Telegram). Text beside a tool call streams into the draft too; `progress` then sends
+    it as its own message, as without drafts (the message replaces the draft that showed
+    it, so it is seen once) and the draft starts again empty for the next round's text.
+    The answer is stored before `answer` is called; the drafts end, then it is sent."""
+
+    def __init__(self, bot: Bot, message: Message, drafts: Drafts) -> None:
+        super().__init__(bot, message)
+        self.drafts = drafts
+
+    async def delta(self, text: str) -> None:
+        self.drafts.add(text)
+
+    async def progress(self, text: str) -> None:
+        await self.drafts.reset()
+        await super().progress(text)
+
+    async def answer(self, result: TurnResult) -> None:
+        await self.drafts.close()
+        await super().answer(result)
+
+
 def shorten(text: str, limit: int) -> str:
     """At most `limit` characters, cut at a word with an ellipsis."""
     text = " ".join(text.split())
@@ -77,12 +102,21 @@ Turn = Callable[[TelegramSink], Awaitable[TurnResult | None]]
 
 
 async def run_turn(
-    message: Message, bot: Bot, service: ConversationService, incoming: Incoming, turn: Turn
+    message: Message,
+    bot: Bot,
+    service: ConversationService,
+    incoming: Incoming,
+    turn: Turn,
+    *,
+    streaming: bool = False,
 ) -> TurnResult | None:
     """Run a turn with the typing indicator on; a model failure becomes a short apology, in
     the conversation's language (English if the failed turn was the one to detect it: a
     failed turn stores nothing). First the user's budgets and rate limit: a user over one
-    gets one line saying which and when it resets, and nothing is sent or stored."""
+    gets one line saying which and when it resets, and nothing is sent or stored.
+    `streaming` (STREAMING): in a private chat the answer is shown as drafts while it is
+    written (DraftSink), the typing indicator on until the first; groups and forum topics
+    get one message."""
     try:
         await service.admit(incoming)
     except OverLimit as refused:
@@ -90,6 +124,9 @@ async def run_turn(
         await message.answer(over_limit_text(words, refused, service))
         return None
     try:
+        if streaming and message.chat.type == "private" and topic_of(message) is None:
+            async with Drafts(bot, message.chat.id) as drafts:
+                return await turn(DraftSink(bot, message, drafts))
         async with ChatActionSender.typing(
             bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
         ):
@@ -133,9 +170,18 @@ def build_router() -> Router:
     router = Router(name="chat")
 
     @router.message(Inline(F.text), AddressedToBot())
-    async def on_text(message: Message, bot: Bot, service: ConversationService) -> None:
+    async def on_text(
+        message: Message, bot: Bot, service: ConversationService, streaming: bool
+    ) -> None:
         incoming = await to_incoming(message, bot)
-        await run_turn(message, bot, service, incoming, lambda sink: service.say(incoming, sink))
+        await run_turn(
+            message,
+            bot,
+            service,
+            incoming,
+            lambda sink: service.say(incoming, sink),
+            streaming=streaming,
+        )
 
     return router
 

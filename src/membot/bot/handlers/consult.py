@@ -32,6 +32,7 @@ def build_router() -> Router:
         bot: Bot,
         service: ConversationService,
         conversation: ConversationSettings,
+        streaming: bool,
     ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
@@ -51,11 +52,18 @@ def build_router() -> Router:
             return
         incoming = await to_incoming(message, bot, text=request)
         await run_turn(
-            message, bot, service, incoming, lambda sink: service.consult(incoming, rounds, sink)
+            message,
+            bot,
+            service,
+            incoming,
+            lambda sink: service.consult(incoming, rounds, sink),
+            streaming=streaming,
         )
 
     @router.message(Command("finish"))
-    async def finish(message: Message, bot: Bot, service: ConversationService) -> None:
+    async def finish(
+        message: Message, bot: Bot, service: ConversationService, streaming: bool
+    ) -> None:
         state = await chat_state(service, message)
         words = texts.get(state.language)
         if not state.consulting:
@@ -63,7 +71,14 @@ def build_router() -> Router:
             return
         # Stored as the user's message: in the language the rest of the dialog is in.
         incoming = await to_incoming(message, bot, text=words.FINISH_REQUEST)
-        await run_turn(message, bot, service, incoming, lambda sink: service.finish(incoming, sink))
+        await run_turn(
+            message,
+            bot,
+            service,
+            incoming,
+            lambda sink: service.finish(incoming, sink),
+            streaming=streaming,
+        )
 
     @router.message(Command("cancel"))
     async def cancel(message: Message, service: ConversationService) -> None:

@@ -1,0 +1,150 @@
+"""The answer shown while it is written, in a private chat: Telegram's message drafts.
+
+`Drafts` keeps the text the model has written so far and one task that shows it with
+`sendMessageDraft` (one draft id per answer, with Telegram's Stop button): when at least
+`MIN_NEW` characters are new, and no more often than once per `INTERVAL` (Telegram tolerates
+about one update a second; drafts are never sent in a burst). Until the first draft is
+shown, the same task keeps the typing indicator on. A draft is a preview only: the answer is
+stored and then sent as a message (TelegramSink.answer), which replaces the draft.
+
+Nothing here may cost the user the answer: a 429 pauses the drafts for its retry_after, any
+other failure for `BACKOFF`; `add` never raises and never waits on Telegram."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+
+from aiogram import Bot
+from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
+from aiogram.types import MessageEntity
+
+from membot.bot.render import render
+
+log = logging.getLogger(__name__)
+
+INTERVAL = 1.0  # seconds between two drafts of one answer, at least
+MIN_NEW = 24  # characters that make a new draft worth sending
+BACKOFF = 5.0  # seconds the drafts pause after a failure that was not a 429
+TYPING_EVERY = 5.0  # Telegram shows "typing…" for about 5 s
+REQUEST_TIMEOUT = 5  # a slow draft must not hold up the answer for long
+
+# Draft ids: non-zero, unique per answer within this process (a draft with the same id in
+# the same chat is animated as a change of that draft; a new id starts a new one).
+_ids = itertools.count(int(time.time() * 1000) % 1_000_000_000 + 1)
+
+
+class Drafts:
+    """The drafts of one answer in one private chat. Use as `async with`: the task that
+    sends them lives inside the block and is ended (awaited) when it closes."""
+
+    def __init__(self, bot: Bot, chat_id: int) -> None:
+        self.bot = bot
+        self.chat_id = chat_id
+        self.draft_id = next(_ids)
+        self.text = ""
+        self.sent = 0  # drafts Telegram accepted
+        self._shown = 0  # len(self.text) when the last draft was sent
+        self._next_at = 0.0  # time.monotonic() before which no draft is sent
+        self._closed = False
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()  # one draft in flight; `reset` and `close` wait for it
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Drafts:
+        self._task = asyncio.create_task(self._run(), name=f"drafts-{self.chat_id}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def add(self, text: str) -> None:
+        """More of the answer (never raises, never waits)."""
+        self.text += text
+        self._wake.set()
+
+    async def reset(self) -> None:
+        """Start again from empty: what the draft showed is about to become a message."""
+        async with self._lock:
+            self.text, self._shown = "", 0
+
+    async def close(self) -> None:
+        """No more drafts: waits for the one in flight, so none lands after the answer."""
+        self._closed = True
+        async with self._lock:
+            pass
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _due(self) -> bool:
+        new = len(self.text) - self._shown
+        return new >= MIN_NEW and bool(self.text.strip())
+
+    async def _run(self) -> None:
+        await self._typing()
+        typed_at = time.monotonic()
+        while not self._closed:
+            now = time.monotonic()
+            if self.sent == 0 and now - typed_at >= TYPING_EVERY:
+                await self._typing()
+                typed_at = now
+            if not self._due():
+                self._wake.clear()
+                timeout = TYPING_EVERY if self.sent == 0 else None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                continue
+            wait = self._next_at - now
+            if wait > 0:  # pacing, not synchronisation: Telegram's limit on drafts
+                await asyncio.sleep(min(wait, TYPING_EVERY))
+                continue
+            async with self._lock:
+                if not self._closed and self._due():
+                    await self._show()
+
+    async def _show(self) -> None:
+        length = len(self.text)
+        # A long answer shows its last part: the one being written.
+        part = render(self.text)[-1]
+        entities = [MessageEntity(**e) for e in part.entities] or None
+        try:
+            try:
+                await self._send(part.text, entities)
+            except TelegramBadRequest:
+                if entities is None:
+                    raise
+                await self._send(part.text, None)  # formatting refused: plain text
+        except TelegramRetryAfter as exc:
+            log.warning("chat %s: drafts paused %ss (flood control)", self.chat_id, exc.retry_after)
+            self._next_at = time.monotonic() + exc.retry_after
+            return
+        except Exception as exc:  # a draft is a preview: its failure must not end the turn
+            log.warning("chat %s: draft not shown: %s", self.chat_id, type(exc).__name__)
+            self._next_at = time.monotonic() + BACKOFF
+            return
+        self.sent += 1
+        self._shown = length
+        self._next_at = time.monotonic() + INTERVAL
+
+    async def _send(self, text: str, entities: list[MessageEntity] | None) -> None:
+        await self.bot.send_message_draft(
+            self.chat_id,
+            self.draft_id,
+            text=text,
+            entities=entities,
+            parse_mode=None,
+            can_stop=True,
+            request_timeout=REQUEST_TIMEOUT,
+        )
+
+    async def _typing(self) -> None:
+        try:
+            await self.bot.send_chat_action(self.chat_id, "typing")
+        except Exception as exc:  # the indicator is a courtesy
+            log.debug("chat %s: typing not shown: %s", self.chat_id, type(exc).__name__)
