@@ -388,15 +388,19 @@ C = "1,500 characters over 6 s, first after 0.5 s"
 
 STREAM = Section(
     name="stream",
-    title="Streaming over the HTTP API",
-    source="bench/stream.py",
-    summary="time to the first words with stream: true, and its CPU, against a plain answer",
+    title="Streaming over the HTTP API and in Telegram",
+    source="bench/stream.py, bench/stream_telegram.py",
+    summary="time to the first words streamed (API deltas, Telegram drafts) and its CPU",
     what="""
 A fake model writes a 1,500-character answer over 6 s, its first piece after 0.5 s (a plain
 call gets it whole after the same 6 s). membot's real API and core answer 10 new requests
 at once, alternately streamed (time to the first `delta` event and to `done`) and plain
 (time to the JSON answer), 3 rounds of each; medians over every message. CPU per message is
-the process's (API, core, client and fake model together).
+the process's (API, core, client and fake model together). Then the real bot answers 10
+private chats at once, one question each per round, 2 rounds with `STREAMING=true` and 2
+with `false` alternately: time from the update to the first draft (`sendMessageDraft`) and
+to the final message, at the fake Bot API; drafts per answer; CPU per message (bot, core,
+fake Telegram and fake model together).
 """,
     found=f"""
 Streamed, the first words reached the client after [[{C}|streamed: first delta p50]]
@@ -406,13 +410,25 @@ Streamed, the first words reached the client after [[{C}|streamed: first delta p
 came after [[{C}|plain: answer p50]]. CPU per message: [[{C}|streamed: CPU per message]]
 streamed against [[{C}|plain: CPU per message]] plain
 ([[{C}|streamed / plain: CPU]]).
+
+In Telegram, a private chat saw the first draft after [[{C}|telegram: first draft p50]]
+(target [[{C}|telegram: first draft p50|target]]:
+[[{C}|telegram: first draft p50|verdict]]) and the message after
+[[{C}|telegram: final message p50]], in [[{C}|telegram: drafts per answer]] drafts; with
+`STREAMING=false` the first words came with the message, after
+[[{C}|telegram, STREAMING=false: message p50]]. CPU per message:
+[[{C}|telegram: CPU per message]] with drafts against
+[[{C}|telegram, STREAMING=false: CPU per message]] without
+([[{C}|telegram: drafts / single CPU]]).
 """,
     reading="""
 What a client waits for is the model's first token plus membot's turn before the call (the
 context read, the prompt); the whole answer takes the model's time either way. The CPU a
 stream adds is one SSE event per piece on each side (from the model, to the client) and the
 openai client's parsing of each chunk: per piece, not per answer, so it grows with the
-answer's length, and it is small beside the model's seconds.
+answer's length, and it is small beside the model's seconds. In Telegram the drafts
+themselves are cheap (one request a second at most); what streaming adds there is the same
+per-chunk parsing of the model's stream.
 """,
 )
 

@@ -1,5 +1,5 @@
 """Streaming over the HTTP API: what a client waits for the first words, and what streaming
-costs membot per message.
+costs membot per message; then the same in Telegram's private chats (bench/stream_telegram.py).
 
 A fake model writes a 1,500-character answer over 6 s: its first piece after 0.5 s, the
 rest in 10-character pieces spread evenly over the remaining 5.5 s (a plain call gets the
@@ -150,4 +150,9 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         row(BENCH, CASE, "plain: CPU per message", round(cpu("plain"), 1), "ms"),
         row(BENCH, CASE, "streamed / plain: CPU", round(cpu("stream") / cpu("plain"), 2), "x"),
     ]
-    return rows, {"concurrent": count, "rounds": rounds, "runs": runs}
+    # Late import: stream_telegram takes this module's model (`reply`, CASE).
+    from bench import stream_telegram
+
+    telegram_rows, telegram_raw = await stream_telegram.run(quick)
+    raw = {"concurrent": count, "rounds": rounds, "runs": runs, "telegram": telegram_raw}
+    return rows + telegram_rows, raw

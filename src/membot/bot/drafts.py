@@ -87,6 +87,18 @@ class Drafts:
         return new >= MIN_NEW and bool(self.text.strip())
 
     async def _run(self) -> None:
+        try:
+            await self._loop()
+        except Exception as exc:  # a bug here must cost the drafts, never the answer
+            # The traceback may quote the answer: at DEBUG only.
+            log.error(
+                "chat %s: drafts stopped: %s",
+                self.chat_id,
+                type(exc).__name__,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+
+    async def _loop(self) -> None:
         await self._typing()
         typed_at = time.monotonic()
         while not self._closed:
