@@ -253,6 +253,20 @@ async def test_fault_injection(tg: FakeTelegram, bot: Bot) -> None:
     assert [e[0] for e in tg.errors] == ["sendMessage"] * 3
 
 
+async def test_drafts_in_private_chats_only(tg: FakeTelegram, bot: Bot) -> None:
+    bold = [MessageEntity(type="bold", offset=0, length=4)]
+    assert await bot.send_message_draft(7, 11, text="Plan so far", entities=bold, can_stop=True)
+    [draft] = tg.drafts_to(7)
+    assert (draft.draft_id, draft.text, draft.can_stop) == (11, "Plan so far", True)
+    assert draft.entities == [{"type": "bold", "offset": 0, "length": 4}]
+    with pytest.raises(TelegramBadRequest, match="private chats"):
+        await bot.send_message_draft(-100, 11, text="x")
+    tg.fail_next("sendMessageDraft", 429, "Too Many Requests: retry after 4")
+    with pytest.raises(TelegramRetryAfter) as retry:
+        await bot.send_message_draft(7, 11, text="more")
+    assert retry.value.retry_after == 4 and len(tg.drafts) == 1
+
+
 async def test_flood_control_refuses_a_burst_beyond_the_limit(tg: FakeTelegram, bot: Bot) -> None:
     tg.flood_control(chat_rate=1.0, chat_burst=3)
     for _ in range(3):
