@@ -151,7 +151,9 @@ class Drafts:
             text=text,
             entities=entities,
             parse_mode=None,
-            can_stop=True,
+            # No Stop button until pressing it stops the answer (stopped_message_generation
+            # is not handled yet): a button that does nothing is worse than none.
+            can_stop=False,
             request_timeout=REQUEST_TIMEOUT,
         )
 
