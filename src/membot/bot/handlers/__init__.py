@@ -7,10 +7,9 @@ from membot.bot.handlers import (
     chat_settings,
     commands,
     consult,
-    documents,
     errors,
+    files,
     other,
-    photos,
     voice,
 )
 
@@ -22,8 +21,7 @@ def build_routers() -> list[Router]:
         chat_settings.build_router(),
         chat.build_router(),
         voice.build_router(),
-        photos.build_router(),
-        documents.build_router(),
+        files.build_router(),
         other.build_router(),
         errors.build_router(),
     ]
