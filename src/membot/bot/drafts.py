@@ -46,6 +46,8 @@ class Drafts:
         self.chat_id = chat_id
         self.draft_id = next(_ids)
         self.text = ""
+        self.quote = ""  # shown above the text, as the answer shows it (what was heard)
+        self._quoted = ""  # the quote the last draft showed
         self.sent = 0  # drafts Telegram accepted
         self._shown = 0  # len(self.text) when the last draft was sent
         self._next_at = 0.0  # time.monotonic() before which no draft is sent
@@ -66,6 +68,11 @@ class Drafts:
         self.text += text
         self._wake.set()
 
+    def head(self, quote: str) -> None:
+        """A quotation above the answer, shown at once (never raises, never waits)."""
+        self.quote = quote
+        self._wake.set()
+
     async def reset(self) -> None:
         """Start again from empty: what the draft showed is about to become a message."""
         async with self._lock:
@@ -84,7 +91,7 @@ class Drafts:
 
     def _due(self) -> bool:
         new = len(self.text) - self._shown
-        return new >= MIN_NEW and bool(self.text.strip())
+        return (new >= MIN_NEW and bool(self.text.strip())) or self.quote != self._quoted
 
     async def _run(self) -> None:
         try:
@@ -121,9 +128,9 @@ class Drafts:
                     await self._show()
 
     async def _show(self) -> None:
-        length = len(self.text)
+        length, quote = len(self.text), self.quote
         # A long answer shows its last part: the one being written.
-        part = render(self.text)[-1]
+        part = render(self.text, quote=quote)[-1]
         entities = [MessageEntity(**e) for e in part.entities] or None
         try:
             try:
@@ -141,7 +148,7 @@ class Drafts:
             self._next_at = time.monotonic() + BACKOFF
             return
         self.sent += 1
-        self._shown = length
+        self._shown, self._quoted = length, quote
         self._next_at = time.monotonic() + INTERVAL
 
     async def _send(self, text: str, entities: list[MessageEntity] | None) -> None:

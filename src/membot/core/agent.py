@@ -19,7 +19,7 @@ from membot.core.rounds import ToolRounds
 from membot.core.summarizer import HistoryCompressor
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
-from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.turn import HearingSink, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
 from membot.llm.cache import mark
@@ -125,6 +125,8 @@ class Agent:
             opts = replace(opts, call=replace(opts.call or CallOptions(), model=chosen))
         model = opts.call.model if opts.call else None
         seen = await self._understand(incoming, plan, model)
+        if seen.heard and isinstance(sink, HearingSink):
+            await sink.heard(seen.heard)  # shown while the model is still to write
         user = Message(
             role="user",
             content=seen.text,

@@ -92,3 +92,14 @@ class StreamingSink(ReplySink, Protocol):
         is checked first and does not stream. Raising here ends the turn and stores nothing:
         that is how a sink whose reader has gone away says so."""
         ...
+
+
+@runtime_checkable
+class HearingSink(Protocol):
+    """A sink that shows what was heard in the turn's voice/audio/video notes as soon as it
+    is transcribed, before the model answers (a draft's head); `TurnResult.heard` still
+    carries it for the answer."""
+
+    async def heard(self, text: str) -> None:
+        """The transcript, known; the answer is not written yet (never raises)."""
+        ...

@@ -70,6 +70,10 @@ class DraftSink(TelegramSink):
     async def delta(self, text: str) -> None:
         self.drafts.add(text)
 
+    async def heard(self, text: str) -> None:
+        # The transcript heads the drafts as it heads the answer (TelegramSink.answer).
+        self.drafts.head(shorten(text, HEARD_CHARS))
+
     async def progress(self, text: str) -> None:
         await self.drafts.reset()
         await super().progress(text)

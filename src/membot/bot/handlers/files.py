@@ -25,8 +25,9 @@ def build_router() -> Router:
         bot: Bot,
         service: ConversationService,
         media: MediaSettings,
+        streaming: bool,
         album: tuple[Message, ...] = (),
     ) -> None:
-        await answer_files(message, bot, service, media, album)
+        await answer_files(message, bot, service, media, album, streaming=streaming)
 
     return router

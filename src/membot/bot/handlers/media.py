@@ -43,9 +43,12 @@ async def answer_files(
     service: ConversationService,
     media: MediaSettings,
     album: Sequence[Message] = (),
+    *,
+    streaming: bool = False,
 ) -> None:
     """One turn for `message`'s file, or an album's (`album`: every part's message, in
-    order, the first being `message`)."""
+    order, the first being `message`). `streaming` as for text (run_turn): in a private chat
+    the answer grows in a draft, headed by the transcript once a voice is heard."""
     parts = list(album) or [message]
     username = (await bot.me()).username if message.chat.type != "private" else None
     sent = [
@@ -62,7 +65,7 @@ async def answer_files(
         return await service.say(replace(incoming, uploads=uploads), sink)
 
     try:
-        await run_turn(message, bot, service, incoming, turn)
+        await run_turn(message, bot, service, incoming, turn, streaming=streaming)
     except MediaError as refused:
         log.info("chat %s: %s not used: %s", message.chat.id, _kinds(sent), type(refused).__name__)
         if isinstance(refused, UnsupportedType) and any(f.kind == "photo" for f in sent):

@@ -18,8 +18,12 @@ def build_router() -> Router:
 
     @router.message(Inline(F.voice | F.audio | F.video_note), AddressedToBot())
     async def on_voice(
-        message: Message, bot: Bot, service: ConversationService, media: MediaSettings
+        message: Message,
+        bot: Bot,
+        service: ConversationService,
+        media: MediaSettings,
+        streaming: bool,
     ) -> None:
-        await answer_files(message, bot, service, media)
+        await answer_files(message, bot, service, media, streaming=streaming)
 
     return router
