@@ -41,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         "chat_id", metavar="CHAT_ID", help="the chat id (negative for groups) or api:<session>"
     )
     search.add_argument("query", metavar="QUERY", help="words to look for")
-    search.add_argument("--limit", type=int, default=5, help="how many hits (1-50, default 5)")
-    search.add_argument("--json", action="store_true", help="print the hits as a JSON list")
+    search.add_argument(
+        "--budget", type=int, help="tokens to show (default: SEARCH_BUDGET_TOKENS, as the bot)"
+    )
+    search.add_argument("--json", action="store_true", help="print the excerpts as JSON")
     search.add_argument(
         "--data-dir", type=Path, help="default: $DATA_DIR, else DATA_DIR in ./.env, else data"
     )
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         from membot.search.cli import run_search
 
         return run_search(
-            args.chat_id, args.query, limit=args.limit, as_json=args.json, data_dir=args.data_dir
+            args.chat_id, args.query, budget=args.budget, as_json=args.json, data_dir=args.data_dir
         )
 
     from membot.config import ConfigError, load_settings, masked, setup_logging

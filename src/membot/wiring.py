@@ -107,6 +107,7 @@ def build_agent(
         max_tool_rounds=settings.tool_max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
         search=HistorySearch(repository, settings.data_dir, chunker=_chunks),
+        search_budget=settings.tools.search_budget_tokens,
         tasks=tasks,
         consult_rounds=settings.consult_rounds,
         max_rounds=settings.max_rounds,
@@ -185,8 +186,7 @@ def build_repository(
         return FileRepository(settings.data_dir)
     if redis is None:
         raise ValueError("STORAGE=redis: the repository needs the client (build_redis)")
-    # imported late: only where used
-    from membot.memory.redis import RedisRepository
+    from membot.memory.redis import RedisRepository  # imported late: only where used
     from membot.memory.resilient import SPOOL_NAME, ResilientRepository
 
     repository = RedisRepository(

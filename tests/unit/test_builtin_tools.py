@@ -4,7 +4,7 @@ and the calculator behind `calculate`."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,8 +14,9 @@ from membot.core.tools.calc import CalcError, evaluate
 from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
 from membot.llm.tools import ToolCall, ToolExecutor
-from membot.memory import MemoryRepository
+from membot.memory import MemoryRepository, Message
 from membot.memory.files import FileRepository
+from membot.search import HistorySearch
 from membot.tool_names import BUILTIN_TOOL_NAMES
 
 CHAT = ConversationId.telegram(7)
@@ -195,3 +196,45 @@ def test_calculate_arithmetic(expression: str, value: float) -> None:
 def test_calculate_refuses_unsafe_or_impossible(expression: str, error: str) -> None:
     with pytest.raises(CalcError, match=error):
         evaluate(expression)
+
+
+def at_noon() -> datetime:
+    return datetime(2025, 6, 5, 12, 0, tzinfo=UTC)
+
+
+async def stored_chat(repo: FileRepository) -> None:
+    start = datetime(2025, 3, 1, 14, 2, tzinfo=UTC)
+    await repo.append(
+        CHAT,
+        [
+            Message(role="user", content="My sister Olga lives in Kazan", ts=start, name="Anna"),
+            Message(role="assistant", content="Kazan is a lovely city!", ts=start),
+            *(
+                Message(role="user", content=f"small talk {i}" + " about zebras" * (i % 4 == 0))
+                for i in range(300)
+            ),
+        ],
+    )
+
+
+async def test_search_history_shows_dated_excerpts_within_the_budget(
+    repo: FileRepository, tmp_path: Path
+) -> None:
+    await stored_chat(repo)
+    search = HistorySearch(repo, tmp_path)
+    ctx = TurnContext(conversation=CHAT, repository=repo, search=search, clock=at_noon)
+    executor = ToolExecutor(builtin, timeout=5)
+    [result] = await executor.run([call("search_history", {"query": "where is Olga"})], ctx)
+    assert result.content.splitlines()[2:] == [
+        "--- 2025-03-01 (3 months ago) ---",
+        "[2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan",
+        "[2025-03-01 14:02] assistant: Kazan is a lovely city!",
+    ]
+    # The chat's budget (SEARCH_BUDGET_TOKENS) bounds what a search shows.
+    small = TurnContext(
+        conversation=CHAT, repository=repo, search=search, search_budget=500, clock=at_noon
+    )
+    [wide] = await executor.run([call("search_history", {"query": "zebras"})], ctx)
+    [narrow] = await executor.run([call("search_history", {"query": "zebras"})], small)
+    assert 500 * 3 >= len(narrow.content) > 1000
+    assert 2000 * 3 >= len(wide.content) > 5000  # about 30 short excerpts

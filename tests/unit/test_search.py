@@ -12,7 +12,7 @@ from tests.search_corpus import FACTS, generate_conversation, recall_at_k
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
-from membot.search import HistorySearch, SearchHit, format_hits
+from membot.search import HistorySearch, SearchHit
 
 CHAT = ConversationId.telegram(42)
 SESSION = ConversationId.api("7d444840-9dc0-11d1-b245-5ffdce74fad2")
@@ -318,40 +318,6 @@ async def test_concurrent_searches_index_once(repo: FileRepository, search: Hist
         assert [h.content for h in hits] == ["the password is swordfish"]
     seqs = [h.seq for h in results[-1]]
     assert len(seqs) == 50 and len(set(seqs)) == 50
-
-
-# -- text for the model -----------------------------------------------------------------------
-
-
-def test_format_hits_dates_and_attributes_each_message() -> None:
-    hits = [
-        SearchHit(
-            seq=3,
-            ts=datetime(2025, 3, 1, 14, 2, tzinfo=UTC),
-            role="user",
-            name="Anna",
-            content="My sister\nlives in Kazan",
-            score=9.5,
-        ),
-        SearchHit(
-            seq=4,
-            ts=datetime(2025, 3, 1, 14, 3, tzinfo=UTC),
-            role="assistant",
-            name=None,
-            content="x" * 1000,
-            score=1.0,
-        ),
-    ]
-    text = format_hits(hits, max_chars_per_hit=100)
-    first, second = text.split("\n\n")
-    assert first == "[2025-03-01 14:02 UTC] user (Anna): My sister lives in Kazan"
-    assert second.startswith("[2025-03-01 14:03 UTC] assistant: xxx")
-    assert second.endswith("…")
-    assert len(second.split(": ", 1)[1]) == 100
-
-
-def test_format_hits_says_when_nothing_matched() -> None:
-    assert format_hits([]) == "No matching messages found."
 
 
 def test_stemming_runs_at_c_speed() -> None:

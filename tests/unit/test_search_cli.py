@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import re
 from datetime import UTC, datetime
@@ -11,14 +13,21 @@ from pathlib import Path
 import pytest
 
 from membot.__main__ import main
+from membot.core.tools.builtin import builtin
+from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
+from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
+from membot.search import HistorySearch
+from membot.search.cli import run_search
+from membot.search.present import INTRO
 
 WHEN = datetime(2025, 3, 1, 14, 2, tzinfo=UTC)
+NOW = datetime(2025, 6, 5, 12, 0, tzinfo=UTC)
 SESSION = "0f8fad5b-d9cb-469f-a165-70867728950e"
 
 
-def store(data_dir: Path, chat_id: int | str) -> None:
+def store(data_dir: Path, chat_id: int | str, filler: int = 30) -> None:
     cid = (
         ConversationId.telegram(chat_id)
         if isinstance(chat_id, int)
@@ -32,7 +41,7 @@ def store(data_dir: Path, chat_id: int | str) -> None:
             [
                 Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
                 Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
-                *(Message(role="user", content=f"filler {i} about coffee") for i in range(30)),
+                *(Message(role="user", content=f"filler {i} about coffee") for i in range(filler)),
             ],
         )
         await repo.close()
@@ -50,6 +59,11 @@ def no_bot_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(workdir)
 
 
+def hits(output: str) -> list[int]:
+    """The seqs of the hits in `--json` output."""
+    return [seq for excerpt in json.loads(output) for seq in excerpt["hits"]]
+
+
 def test_human_output_with_data_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store(tmp_path / "data", 42)
     code = main(
@@ -57,41 +71,73 @@ def test_human_output_with_data_dir(tmp_path: Path, capsys: pytest.CaptureFixtur
     )
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert re.fullmatch(
-        r"#1  2025-03-01 14:02  user \(Anna\)  score=\d+\.\d\d  My sister Olga lives in Kazan",
-        lines[0],
-    ), lines
+    assert lines[0] == INTRO
+    assert re.fullmatch(r"--- 2025-03-01 \(\d+ (months|years) ago\) ---", lines[2]), lines
+    assert lines[3] == "[2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan"
+
+
+async def test_it_prints_what_the_model_sees(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    await asyncio.to_thread(store, data, 42)
+    repo = FileRepository(data)
+    ctx = TurnContext(
+        conversation=ConversationId.telegram(42),
+        repository=repo,
+        search=HistorySearch(repo, data),
+        clock=lambda: NOW,
+    )
+    [seen] = await ToolExecutor(builtin, timeout=5).run(
+        [ToolCall(id="1", name="search_history", arguments='{"query": "Kazan coffee"}')], ctx
+    )
+    await repo.close()
+    printed = await asyncio.to_thread(cli_output, data, "Kazan coffee")
+    assert printed == seen.content + "\n"
+    assert "My sister Olga lives in Kazan" in printed and "filler 29 about coffee" in printed
+
+
+def cli_output(data: Path, query: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert run_search("42", query, as_json=False, data_dir=data, clock=lambda: NOW) == 0
+    return out.getvalue()
 
 
 def test_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store(tmp_path / "data", 42)
     code = main(["search", "42", "Kazan", "--json", "--data-dir", str(tmp_path / "data")])
     assert code == 0
-    hits = json.loads(capsys.readouterr().out)
-    assert {hit["content"] for hit in hits} == {
+    [excerpt] = json.loads(capsys.readouterr().out)
+    assert (excerpt["hits"], excerpt["neighbours"]) == ([1, 2], [3])
+    first, second, third = excerpt["messages"]
+    assert [m["content"] for m in excerpt["messages"]] == [
         "My sister Olga lives in Kazan",
         "Kazan is a lovely city!",
-    }
-    first = next(hit for hit in hits if hit["seq"] == 1)
-    assert first["ts"] == "2025-03-01T14:02:00.000Z"
-    assert (first["role"], first["name"]) == ("user", "Anna")
-    assert all(isinstance(hit["score"], float) and hit["score"] > 0 for hit in hits)
-
-
-def test_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    store(tmp_path / "data", 42)
-    args = [
-        "search",
-        "42",
-        "coffee",
-        "--limit",
-        "3",
-        "--json",
-        "--data-dir",
-        str(tmp_path / "data"),
+        "filler 0 about coffee",
     ]
-    assert main(args) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 3
+    assert first["ts"] == "2025-03-01T14:02:00.000Z" and first["seq"] == 1
+    assert (first["role"], first["name"]) == ("user", "Anna")
+    assert [m["hit"] for m in excerpt["messages"]] == [True, True, False]
+    assert isinstance(first["score"], float) and first["score"] > 0
+    assert third["score"] is None
+    assert excerpt["score"] == max(first["score"], second["score"])
+    assert excerpt["notes"] == []
+
+
+def test_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path / "data", 42, filler=200)
+    args = ["search", "42", "coffee", "--json", "--data-dir", str(tmp_path / "data")]
+
+    def shown(*extra: str) -> int:
+        assert main([*args, *extra]) == 0
+        return sum(len(e["messages"]) for e in json.loads(capsys.readouterr().out))
+
+    default = shown()
+    assert shown("--budget", "500") < default
+    # As the bot would read it: SEARCH_BUDGET_TOKENS.
+    monkeypatch.setenv("SEARCH_BUDGET_TOKENS", "500")
+    assert shown() == shown("--budget", "500") < default
 
 
 def test_data_dir_from_the_environment(
@@ -100,14 +146,14 @@ def test_data_dir_from_the_environment(
     store(tmp_path / "env-data", 42)
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "env-data"))
     assert main(["search", "42", "Kazan", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert hits(capsys.readouterr().out) == [1, 2]
 
 
 def test_data_dir_from_dotenv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store(tmp_path / "dotenv-data", 42)
     Path(".env").write_text(f"TELEGRAM_BOT_TOKEN=\nDATA_DIR={tmp_path / 'dotenv-data'}\n")
     assert main(["search", "42", "Kazan", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert hits(capsys.readouterr().out) == [1, 2]
 
 
 def test_default_data_dir_is_data_in_the_working_directory(
@@ -115,14 +161,14 @@ def test_default_data_dir_is_data_in_the_working_directory(
 ) -> None:
     store(Path("data"), 42)
     assert main(["search", "42", "Olga", "--json"]) == 0
-    assert [hit["seq"] for hit in json.loads(capsys.readouterr().out)] == [1]
+    assert hits(capsys.readouterr().out) == [1]
 
 
 def test_a_negative_group_chat_id_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store(tmp_path / "data", -100123)
     code = main(["search", "-100123", "Kazan", "--json", "--data-dir", str(tmp_path / "data")])
     assert code == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert hits(capsys.readouterr().out) == [1, 2]
 
 
 @pytest.mark.parametrize("session", [SESSION, SESSION.upper()])
@@ -135,7 +181,7 @@ def test_an_api_session_is_searched_by_its_id(
         ["search", f"api:{session}", "Kazan", "--json", "--data-dir", str(tmp_path / "data")]
     )
     assert code == 0
-    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert hits(capsys.readouterr().out) == [1, 2]
 
 
 @pytest.mark.parametrize(
@@ -183,6 +229,6 @@ def test_a_missing_api_session_is_one_line_and_exit_2(
 def test_no_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store(tmp_path / "data", 42)
     assert main(["search", "42", "zebra", "--data-dir", str(tmp_path / "data")]) == 0
-    assert capsys.readouterr().out.strip() == "no matching messages"
+    assert capsys.readouterr().out.strip() == "No matching messages found."
     assert main(["search", "42", "zebra", "--json", "--data-dir", str(tmp_path / "data")]) == 0
     assert json.loads(capsys.readouterr().out) == []

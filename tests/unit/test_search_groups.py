@@ -13,7 +13,7 @@ from tests.group_corpus import generate_group
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
-from membot.search import HistorySearch, format_hits
+from membot.search import HistorySearch
 
 GROUP = ConversationId.telegram(-1005)
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -72,10 +72,12 @@ async def test_a_question_comes_with_its_answer_and_an_answer_with_its_question(
     assert [c.content for c in answer.context] == [
         "Carla, what time does the museum open on Sunday?"
     ]
-    text = format_hits([hit])
-    assert text.splitlines()[1].startswith(
-        "  (context) [2026-05-01 12:02 UTC] user (Carla): At nine"
-    )
+    # What the model is shown: the question and its answer, together.
+    [excerpt] = await search.recall(GROUP, "museum opening")
+    assert [(line.entry.name, line.hit) for line in excerpt.lines] == [
+        ("Boris", True),
+        ("Carla", False),
+    ]
 
 
 async def test_a_plain_message_comes_alone(repo: FileRepository, search: HistorySearch) -> None:

@@ -105,13 +105,13 @@ async def test_schema_violations_name_the_field_and_show_the_schema(ctx: ToolCon
         [
             call("calculate", {}),
             call("calculate", {"expression": "1", "precise": True}),
-            call("search_history", {"query": "x", "limit": 500}),
+            call("search_history", {"query": "x" * 501}),
         ],
         ctx,
     )
     assert "invalid arguments for calculate: expression: Field required" in missing.content
     assert "precise" in extra.content
-    assert "limit" in wrong.content and "less than or equal to 20" in wrong.content
+    assert "query" in wrong.content and "at most 500 characters" in wrong.content
     assert all('"properties"' in r.content for r in (missing, extra, wrong))
 
 

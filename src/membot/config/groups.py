@@ -100,6 +100,7 @@ class ToolSettings:
     max_iterations: int
     timeout: float
     enabled: tuple[str, ...]
+    search_budget_tokens: int  # the most one search_history result shows
 
 
 @dataclass(frozen=True, slots=True)

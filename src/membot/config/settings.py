@@ -96,6 +96,8 @@ class Settings(BaseSettings):
     tool_timeout: float = Field(default=30.0, gt=0, le=600)
     # None means "every built-in tool"; an empty TOOLS= switches tools off.
     tool_names: ToolNames = Field(default=None, validation_alias="tools")
+    # What one search_history result may hold, in estimated tokens (search/excerpts.py).
+    search_budget_tokens: int = Field(default=2000, ge=500, le=50_000)
     consult_rounds: int = Field(default=3, ge=1, le=100)
     max_rounds: int = Field(default=10, ge=1, le=100)
     api_host: str = "127.0.0.1"
@@ -260,6 +262,7 @@ class Settings(BaseSettings):
             max_iterations=self.tool_max_iterations,
             timeout=self.tool_timeout,
             enabled=self.enabled_tools,
+            search_budget_tokens=self.search_budget_tokens,
         )
 
     @property

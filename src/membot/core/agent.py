@@ -28,6 +28,7 @@ from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
 from membot.media.errors import UnsupportedType
 from membot.memory.base import ChatRepository
 from membot.memory.models import ChatMeta, Message
+from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 from membot.tasks import TaskSupervisor
 from membot.tool_names import CONSULTATION_TOOL
 
@@ -59,6 +60,7 @@ class Agent:
         tool_mode: ToolMode | None = None,
         max_tool_rounds: int = 10,
         search: HistorySearch | None = None,
+        search_budget: int = DEFAULT_BUDGET_TOKENS,
         tasks: TaskSupervisor | None = None,
         consult_rounds: int = 3,
         max_rounds: int = 10,
@@ -94,6 +96,7 @@ class Agent:
             max_tool_rounds=max_tool_rounds,
         )
         self.search = search
+        self.search_budget = search_budget
         self.tasks = tasks if tasks is not None else TaskSupervisor()
         self.consult_rounds = consult_rounds
         self.max_rounds = max_rounds
@@ -170,6 +173,7 @@ class Agent:
             conversation=cid,
             repository=self.repository,
             search=self.search,
+            search_budget=self.search_budget,
             consultation=(
                 ConsultSwitch(plan, self.consult_rounds, self.max_rounds)
                 if plan.offers_consultation

@@ -20,6 +20,7 @@ from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
+from membot.search.excerpts import CANDIDATES, DEFAULT_BUDGET_TOKENS, Excerpt, gather
 from membot.search.hits import SearchHit
 from membot.search.store import delete_index, insert, is_damage, prepare, query
 from membot.search.text import match_expression
@@ -80,6 +81,23 @@ class HistorySearch:
             (time.perf_counter() - started) * 1000,
         )
         return hits
+
+    async def recall(
+        self,
+        cid: ConversationId,
+        query: str,
+        *,
+        budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    ) -> list[Excerpt]:
+        """The best hits for `query` with their neighbours, merged into excerpts that stay
+        within `budget_tokens` (excerpts.py), best first."""
+        match = match_expression(query)
+        hits = await self.search(cid, query, CANDIDATES)
+        if match is None or not hits:
+            return []
+        async with self._lock(cid):  # not read while a reset drops the file
+            path = self.index_path(cid)
+            return await asyncio.to_thread(gather, path, hits, match, budget_tokens)
 
     async def drop(self, cid: ConversationId) -> None:
         """Delete the chat's index (on reset). Safe when there is none."""

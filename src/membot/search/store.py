@@ -219,3 +219,53 @@ def delete_index(path: Path) -> None:
     for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
         with contextlib.suppress(FileNotFoundError):
             candidate.unlink()
+
+
+# -- what excerpts.py reads around a hit (the budget's side of this file) --------------------
+
+# Only the messages' own rows (id = seq): never a document's pieces or an entry.
+_BETWEEN = """
+SELECT seq, ts, role, name, content, 0.0 FROM messages
+WHERE id BETWEEN ? AND ? AND id = seq ORDER BY seq
+"""
+# The best messages for a query within a range (a summary's), best first.
+_BEST_BETWEEN = """
+SELECT m.seq, m.ts, m.role, m.name, m.content, -t.rank
+FROM terms AS t JOIN messages AS m ON m.id = t.rowid
+WHERE t.terms MATCH ? AND t.rowid BETWEEN ? AND ? AND m.id = m.seq
+ORDER BY t.rank LIMIT ?
+"""
+
+
+def _read(path: Path) -> sqlite3.Connection:
+    # Read-only: a chat dropped (reset) between a search and this read must not get an
+    # empty index file back.
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
+
+
+def _message(row: tuple[int, str, str, str | None, str, float]) -> SearchHit:
+    seq, ts, role, name, content, score = row
+    return SearchHit(int(seq), parse_iso(ts), str(role), name, str(content), float(score))
+
+
+def _rows(path: Path, sql: str, args: tuple[object, ...]) -> list[SearchHit]:
+    try:
+        conn = _read(path)
+    except sqlite3.OperationalError:  # no index (any more): nothing around anything
+        return []
+    try:
+        return [_message(row) for row in conn.execute(sql, args).fetchall()]
+    finally:
+        conn.close()
+
+
+def messages_between(path: Path, first_seq: int, last_seq: int) -> list[SearchHit]:
+    """The indexed messages with seq first_seq..last_seq, chronological."""
+    return _rows(path, _BETWEEN, (max(first_seq, 1), last_seq))
+
+
+def best_between(
+    path: Path, match: str, first_seq: int, last_seq: int, limit: int
+) -> list[SearchHit]:
+    """The best `limit` messages for `match` among seq first_seq..last_seq, best first."""
+    return _rows(path, _BEST_BETWEEN, (match, max(first_seq, 1), last_seq, limit))

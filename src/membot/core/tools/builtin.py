@@ -14,7 +14,7 @@ from pydantic import Field
 from membot.core.tools.calc import evaluate, format_number
 from membot.core.tools.context import TurnContext
 from membot.llm.tools.registry import ToolError, ToolRegistry
-from membot.search import format_hits
+from membot.search import format_excerpts
 
 MAX_FACTS = 100
 MAX_FACT_CHARS = 500
@@ -24,23 +24,21 @@ builtin = ToolRegistry()
 
 @builtin.tool
 async def search_history(
-    ctx: TurnContext,
-    query: Annotated[str, Field(min_length=1, max_length=500)],
-    limit: Annotated[int, Field(ge=1, le=20)] = 5,
+    ctx: TurnContext, query: Annotated[str, Field(min_length=1, max_length=500)]
 ) -> str:
     """Search the whole archive of this chat, including messages long gone from the recent
     history and the summary. Use it when the user refers to something said earlier that you
-    do not see, or asks what was said about a topic. Returns the best-matching messages with
-    their dates and who wrote them.
+    do not see, or asks what was said about a topic. Returns excerpts of the conversation
+    around the best matches, most relevant first (not newest first): each message with its
+    date, time and who wrote it, each excerpt with how long ago it was.
 
     Args:
         query: Keywords to look for, in the language of the conversation.
-        limit: How many messages to return (1-20).
     """
     if ctx.search is None:
         raise ToolError("the archive search is not available")
-    hits = await ctx.search.search(ctx.conversation, query, limit=limit)
-    return format_hits(hits)
+    found = await ctx.search.recall(ctx.conversation, query, budget_tokens=ctx.search_budget)
+    return format_excerpts(found, ctx.clock())
 
 
 @builtin.tool

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from membot.clock import Clock, utc_now
 from membot.llm.tools.registry import ToolContext
+from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 
 if TYPE_CHECKING:
     from membot.core.facts import FactsDraft
@@ -29,6 +31,8 @@ class TurnContext(ToolContext):
     conversation: ConversationId
     repository: ChatRepository
     search: HistorySearch | None = None
+    search_budget: int = DEFAULT_BUDGET_TOKENS  # SEARCH_BUDGET_TOKENS
+    clock: Clock = utc_now  # how old what search_history found is
     # Set while the turn may switch the conversation into a consultation (chat mode only).
     consultation: ConsultationSwitch | None = None
     # The turn's pending changes to the facts (applied with the turn); None: write at once.

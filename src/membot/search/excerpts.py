@@ -1,0 +1,229 @@
+"""What a search shows: its hits with their neighbours, merged into excerpts, up to a budget.
+
+The index ranks single entries (messages, pieces of documents, summaries, facts); the model
+needs them in their context. `gather` takes the ranked candidates best first, gives each its
+neighbours (NEIGHBOURS indexed messages on either side; a summary its best messages for the
+same query; a fact the turn it was saved in), merges neighbourhoods that overlap or touch
+into one excerpt, chronological inside and with no line twice, and keeps adding until the
+next excerpt would pass the budget. Sizes are estimated, not tokenized: CHARS_PER_TOKEN
+characters make a token (see there), and each line is cut at MAX_LINE_CHARS, so one long
+message cannot eat the budget. present.py turns the excerpts into text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from membot.search.hits import SearchHit
+from membot.search.store import best_between, messages_between
+
+#: The default budget of one search's result, in (estimated) tokens: SEARCH_BUDGET_TOKENS.
+DEFAULT_BUDGET_TOKENS = 2000
+#: How many ranked candidates a budget is filled from (the index's most).
+CANDIDATES = 50
+#: Indexed messages shown on either side of a hit.
+NEIGHBOURS = 1
+#: Characters per token of the estimate. Tokenizers give about 4 for English prose, 3 to 4
+#: for Russian and fewer for dates and numbers (every line starts with one): 3 keeps the
+#: estimate at or above the real count for the text this bot sees, so the budget holds.
+CHARS_PER_TOKEN = 3
+#: A message (or a document's piece, a summary, a fact) is cut here in what is shown.
+MAX_LINE_CHARS = 600
+#: A summary hit shows this many of its best messages.
+SUMMARY_PICKS = 2
+#: Kept for an excerpt's header and the result's first line (present.py stays within them).
+HEADER_CHARS = 50
+INTRO_CHARS = 40
+# Extra rows read around a hit: a neighbour is the next *indexed* message, and tool results
+# or empty messages in between are not indexed.
+_SLACK = 4
+
+_Key = tuple[int, int, str]  # a line's place: seq, message (0) or document piece (1), text
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One message (or a document's piece) in an excerpt; `hit`: it matched the query."""
+
+    entry: SearchHit
+    hit: bool
+    # The line does not follow the one above it in the chat (a summary's picks).
+    gap_before: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A stretch of the chat around one or more hits: summaries and facts that matched
+    (`notes`), then the messages in chronological order. `score`: its best hit's."""
+
+    notes: tuple[SearchHit, ...]
+    lines: tuple[Line, ...]
+    score: float
+
+    @property
+    def hits(self) -> tuple[SearchHit, ...]:
+        return self.notes + tuple(line.entry for line in self.lines if line.hit)
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """A message's text on one line (its own line breaks must not look like a new message),
+    cut at `limit` characters."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: max(limit - 1, 0)].rstrip() + "…"
+    return text
+
+
+def line_text(entry: SearchHit) -> str:
+    """How a message is shown: date, time, sender, text (one line)."""
+    when = entry.ts.strftime("%Y-%m-%d %H:%M")
+    who = f"{entry.role} ({entry.name})" if entry.name else entry.role
+    return f"[{when}] {who}: {one_line(entry.content)}"
+
+
+def note_text(note: SearchHit) -> str:
+    label = "summary of this part of the chat" if note.kind == "summary" else "remembered fact"
+    return f"({label}) {one_line(note.content)}"
+
+
+def body(excerpt: Excerpt) -> list[str]:
+    """The excerpt's lines as shown, without its header."""
+    lines = [note_text(n) for n in excerpt.notes]
+    for line in excerpt.lines:
+        if line.gap_before:
+            lines.append("…")
+        lines.append(line_text(line.entry))
+    return lines
+
+
+def _key(entry: SearchHit) -> _Key:
+    # A document's pieces share their message's seq; they are shown after it.
+    return (entry.seq, 0, "") if entry.kind == "message" else (entry.seq, 1, entry.content)
+
+
+@dataclass
+class _Group:
+    """An excerpt while it is gathered."""
+
+    spans: list[tuple[int, int]]
+    lines: dict[_Key, Line] = field(default_factory=dict)
+    notes: dict[tuple[str, str], SearchHit] = field(default_factory=dict)
+    score: float = 0.0
+
+    def touches(self, other: _Group) -> bool:
+        return any(a <= d + 1 and c <= b + 1 for a, b in self.spans for c, d in other.spans)
+
+    def mark(self, hit: SearchHit) -> bool:
+        """Take a hit already shown here; False if it is not."""
+        if (hit.kind, hit.content) in self.notes:
+            pass
+        elif hit.kind in ("message", "document") and _key(hit) in self.lines:
+            self.lines[_key(hit)] = Line(hit, hit=True)
+        else:
+            return False
+        self.score = max(self.score, hit.score)
+        return True
+
+    def freeze(self) -> Excerpt:
+        spans = _merged(self.spans)
+        lines: list[Line] = []
+        previous: int | None = None
+        for key in sorted(self.lines):
+            line = self.lines[key]
+            span = next((i for i, (a, b) in enumerate(spans) if a <= key[0] <= b), None)
+            gap = bool(lines) and (span is None or span != previous)
+            lines.append(Line(line.entry, line.hit, gap_before=gap))
+            previous = span
+        return Excerpt(tuple(self.notes.values()), tuple(lines), self.score)
+
+    def chars(self) -> int:
+        return HEADER_CHARS + sum(len(text) + 1 for text in body(self.freeze())) + 1
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def _union(groups: Sequence[_Group]) -> _Group:
+    union = _Group(spans=[s for g in groups for s in g.spans])
+    for group in groups:
+        for key, line in group.lines.items():
+            if key not in union.lines or line.hit:
+                union.lines[key] = line
+        union.notes.update(group.notes)
+        union.score = max(union.score, group.score)
+    return union
+
+
+def _around(path: Path, first: int, last: int, neighbours: int) -> list[SearchHit]:
+    """The messages first..last and `neighbours` indexed messages on either side."""
+    rows = messages_between(path, first - neighbours - _SLACK, last + neighbours + _SLACK)
+    before = [r for r in rows if r.seq < first][-neighbours:] if neighbours else []
+    after = [r for r in rows if r.seq > last][:neighbours]
+    return before + [r for r in rows if first <= r.seq <= last] + after
+
+
+def _group_for(path: Path, hit: SearchHit, match: str, neighbours: int) -> _Group:
+    if hit.kind == "summary" and hit.covers is not None:
+        picks = best_between(path, match, hit.covers[0], hit.covers[1], SUMMARY_PICKS)
+        group = _Group(spans=[(p.seq, p.seq) for p in picks])
+        group.lines = {_key(p): Line(p, hit=True) for p in picks}
+        group.notes[(hit.kind, hit.content)] = hit
+    elif hit.kind == "fact":
+        first, last = hit.covers or (hit.seq, hit.seq)
+        group = _Group(spans=[])
+        group.lines = {_key(m): Line(m, hit=False) for m in _around(path, first, last, neighbours)}
+        group.notes[(hit.kind, hit.content)] = hit
+    else:
+        around = _around(path, hit.seq, hit.seq, neighbours)
+        group = _Group(spans=[])
+        group.lines = {_key(m): Line(m, hit=False) for m in around}
+        group.lines[_key(hit)] = Line(hit, hit=True)
+    seqs = [key[0] for key in group.lines]
+    if seqs and hit.kind != "summary":
+        group.spans = [(min(seqs), max(seqs))]
+    group.score = hit.score
+    return group
+
+
+def gather(
+    path: Path,
+    hits: Sequence[SearchHit],
+    match: str,
+    budget_tokens: int = DEFAULT_BUDGET_TOKENS,
+    neighbours: int = NEIGHBOURS,
+) -> list[Excerpt]:
+    """The hits (best first) in their context, merged into excerpts that together stay
+    within `budget_tokens`, best excerpt first. A candidate whose excerpt would pass the
+    budget is left out and the next ones are still tried: a shorter one may fit. Reads the
+    index file at `path` (in a worker thread: this is blocking I/O)."""
+    room = budget_tokens * CHARS_PER_TOKEN - INTRO_CHARS
+    groups: list[_Group] = []
+    used = 0
+    for hit in hits:
+        if hit.kind in ("summary", "fact") and any(group.mark(hit) for group in groups):
+            continue
+        # A hit already shown as another's neighbour still brings its own neighbours.
+        new = _group_for(path, hit, match, neighbours)
+        touching = [g for g in groups if g.touches(new)]
+        merged = _union([*touching, new])
+        cost = merged.chars() - sum(g.chars() for g in touching)
+        if used + cost <= room:
+            used += cost
+            groups = [g for g in groups if g not in touching] + [merged]
+        else:
+            # Shown already, it is marked as a hit at no cost: lines are cut alike.
+            any(group.mark(hit) for group in groups)
+    return sorted((g.freeze() for g in groups), key=lambda e: -e.score)

@@ -1,0 +1,302 @@
+"""What `search_history` shows: hits with their neighbours, merged into dated excerpts, within
+a budget (search/excerpts.py, search/present.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from tests.search_corpus import generate_conversation
+
+from membot.ids import ConversationId
+from membot.memory import FileRepository, Message
+from membot.search import Excerpt, HistorySearch, SearchHit, excerpts_json, format_excerpts
+from membot.search.excerpts import (
+    HEADER_CHARS,
+    INTRO_CHARS,
+    MAX_LINE_CHARS,
+    Line,
+    estimate_tokens,
+    gather,
+)
+from membot.search.present import INTRO, age, header
+from membot.search.text import match_expression
+
+CHAT = ConversationId.telegram(42)
+START = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+NOW = datetime(2025, 6, 5, 9, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def repo(data_dir: Path) -> FileRepository:
+    return FileRepository(data_dir)
+
+
+@pytest.fixture
+def search(repo: FileRepository, data_dir: Path) -> HistorySearch:
+    return HistorySearch(repo, data_dir)
+
+
+def chat(texts: dict[int, str], length: int) -> list[Message]:
+    """`length` messages a minute apart, Anna and the bot in turn; seq n (from 1) says
+    `texts[n]`, or something that matches no query here."""
+    return [
+        Message(
+            role="user" if seq % 2 else "assistant",
+            name="Anna" if seq % 2 else None,
+            content=texts.get(seq, f"small talk number {seq}"),
+            ts=START + timedelta(minutes=seq),
+        )
+        for seq in range(1, length + 1)
+    ]
+
+
+def seqs(excerpt: Excerpt) -> list[int]:
+    return [line.entry.seq for line in excerpt.lines]
+
+
+def hit_seqs(excerpt: Excerpt) -> list[int]:
+    return [line.entry.seq for line in excerpt.lines if line.hit]
+
+
+# -- merging -------------------------------------------------------------------------------
+
+
+async def test_overlapping_neighbourhoods_are_one_chronological_excerpt(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    await repo.append(CHAT, chat({5: "the zebra escaped", 7: "a zebra zebra at the zoo"}, 30))
+    [excerpt] = await search.recall(CHAT, "zebra")
+    # 4..6 and 6..8 share 6: one excerpt, each message once, in the order they were said.
+    assert seqs(excerpt) == [4, 5, 6, 7, 8]
+    assert hit_seqs(excerpt) == [5, 7]
+    assert not any(line.gap_before for line in excerpt.lines)
+
+
+async def test_touching_neighbourhoods_merge_and_distant_ones_do_not(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    texts = {5: "zebra one", 8: "zebra two", 20: "zebra three"}
+    await repo.append(CHAT, chat(texts, 40))
+    excerpts = await search.recall(CHAT, "zebra")
+    # 4..6 and 7..9 touch; 19..21 stands apart.
+    assert sorted(seqs(e) for e in excerpts) == [[4, 5, 6, 7, 8, 9], [19, 20, 21]]
+
+
+async def test_a_hit_that_is_another_hits_neighbour_brings_its_own_neighbours(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    await repo.append(CHAT, chat({5: "zebra zebra zebra", 6: "zebra"}, 30))
+    [excerpt] = await search.recall(CHAT, "zebra")
+    assert seqs(excerpt) == [4, 5, 6, 7]
+
+
+async def test_excerpts_come_best_first(repo: FileRepository, search: HistorySearch) -> None:
+    texts = {5: "a zebra", 25: "zebra zebra, the zebra crossing", 45: "zebra and zebra"}
+    await repo.append(CHAT, chat(texts, 60))
+    excerpts = await search.recall(CHAT, "zebra")
+    assert [hit_seqs(e) for e in excerpts] == [[25], [45], [5]]
+    assert [e.score for e in excerpts] == sorted((e.score for e in excerpts), reverse=True)
+
+
+async def test_a_neighbour_skips_what_is_not_indexed(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    await repo.append(
+        CHAT,
+        [
+            Message(role="user", content="what does the zebra eat?", ts=START),
+            Message(role="assistant", content="", ts=START),  # the call of a tool
+            Message(role="tool", content="grass, mostly", ts=START),
+            Message(role="assistant", content="Grass, mostly.", ts=START),
+            *chat({}, 10),
+        ],
+    )
+    [excerpt] = await search.recall(CHAT, "zebra")
+    assert [line.entry.content for line in excerpt.lines] == [
+        "what does the zebra eat?",
+        "Grass, mostly.",
+    ]
+
+
+# -- the budget ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [500, 800, 2000, 5000])
+async def test_the_budget_is_never_passed(
+    repo: FileRepository, search: HistorySearch, budget: int
+) -> None:
+    await repo.append(CHAT, generate_conversation(2000).messages)
+    for query in ("car level book school", "машина ключ отчёт", "coffee weather"):
+        excerpts = await search.recall(CHAT, query, budget_tokens=budget)
+        assert excerpts
+        assert estimate_tokens(format_excerpts(excerpts, NOW)) <= budget
+
+
+async def test_short_hits_show_more_than_ten(repo: FileRepository, search: HistorySearch) -> None:
+    texts = {seq: f"zebra sighting {seq}" for seq in range(5, 400, 20)}
+    await repo.append(CHAT, chat(texts, 400))
+    excerpts = await search.recall(CHAT, "zebra")
+    assert sum(len(hit_seqs(e)) for e in excerpts) == len(texts) == 20
+    # ... and a smaller budget shows fewer of them, whole.
+    few = await search.recall(CHAT, "zebra", budget_tokens=500)
+    assert 2 <= len(few) < len(excerpts)
+    assert all(len(seqs(e)) == 3 for e in few)
+
+
+async def test_a_long_message_is_cut_in_the_text_and_whole_in_the_json(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    long = "the zebra story " + "and then it went on " * 500
+    await repo.append(CHAT, chat({5: long}, 20))
+    [excerpt] = await search.recall(CHAT, "zebra")
+    [line] = [t for t in format_excerpts([excerpt], NOW).splitlines() if "zebra" in t]
+    assert line.startswith("[2025-03-01 12:05] user (Anna): the zebra story and then")
+    assert line.endswith("…") and len(line.split(": ", 1)[1]) == MAX_LINE_CHARS
+    [as_json] = excerpts_json([excerpt])
+    assert [m["content"] for m in as_json["messages"]][1] == long  # type: ignore[index]
+
+
+async def test_a_candidate_that_does_not_fit_leaves_room_for_shorter_ones(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    padding = " ".join(f"word{i}" for i in range(150))
+    texts = {5: "zebra zebra zebra", 25: f"zebra zebra {padding}", 45: "zebra"}
+    texts |= {24: padding, 26: padding}
+    await repo.append(CHAT, chat(texts, 60))
+    excerpts = await search.recall(CHAT, "zebra", budget_tokens=500)
+    assert [hit_seqs(e) for e in excerpts] == [[5], [45]]
+
+
+# -- dates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("then", "text"),
+    [
+        (datetime(2025, 6, 5, 23, 0, tzinfo=UTC), "today"),  # a clock a little behind
+        (datetime(2025, 6, 5, 0, 1, tzinfo=UTC), "today"),
+        (datetime(2025, 6, 4, 23, 59, tzinfo=UTC), "yesterday"),
+        (datetime(2025, 5, 30, tzinfo=UTC), "6 days ago"),
+        (datetime(2025, 5, 10, tzinfo=UTC), "3 weeks ago"),
+        (datetime(2025, 3, 1, tzinfo=UTC), "3 months ago"),
+        (datetime(2024, 6, 6, tzinfo=UTC), "11 months ago"),
+        (datetime(2023, 6, 5, tzinfo=UTC), "2 years ago"),
+    ],
+)
+def test_age_is_said_as_a_person_would(then: datetime, text: str) -> None:
+    assert age(then, NOW) == text
+
+
+def test_the_longest_header_fits_in_what_the_budget_keeps_for_it() -> None:
+    line = Line(SearchHit(1, datetime(2014, 1, 31, tzinfo=UTC), "user", None, "x", 1.0), True)
+    later = Line(replace(line.entry, ts=datetime(2014, 2, 1, tzinfo=UTC)), True)
+    longest = header(Excerpt((), (line, later), 1.0), datetime(2025, 12, 31, tzinfo=UTC))
+    assert longest == "--- 2014-01-31 to 2014-02-01 (11 years ago) ---"
+    assert len(longest) < HEADER_CHARS and len(INTRO) < INTRO_CHARS
+
+
+async def test_every_line_is_dated_and_each_excerpt_says_how_long_ago(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    messages = chat({5: "the zebra escaped", 25: "zebra zebra found"}, 40)
+    # The second stretch was said a month and a half later, over midnight.
+    later = START + timedelta(days=45, hours=11, minutes=58)
+    messages[23:27] = [
+        Message(role=m.role, name=m.name, content=m.content, ts=later + timedelta(minutes=i))
+        for i, m in enumerate(messages[23:27])
+    ]
+    await repo.append(CHAT, messages)
+    text = format_excerpts(await search.recall(CHAT, "zebra"), NOW)
+    assert text == "\n".join(
+        [
+            INTRO,
+            "",
+            "--- 2025-04-15 to 2025-04-16 (7 weeks ago) ---",
+            "[2025-04-15 23:58] assistant: small talk number 24",
+            "[2025-04-15 23:59] user (Anna): zebra zebra found",
+            "[2025-04-16 00:00] assistant: small talk number 26",
+            "",
+            "--- 2025-03-01 (3 months ago) ---",
+            "[2025-03-01 12:04] assistant: small talk number 4",
+            "[2025-03-01 12:05] user (Anna): the zebra escaped",
+            "[2025-03-01 12:06] assistant: small talk number 6",
+        ]
+    )
+
+
+async def test_nothing_found_says_so(repo: FileRepository, search: HistorySearch) -> None:
+    await repo.append(CHAT, chat({}, 10))
+    assert await search.recall(CHAT, "zebra") == []
+    assert format_excerpts([], NOW) == "No matching messages found."
+
+
+# -- summaries, facts and documents as hits (their entries come from the index) ----------
+
+
+async def _indexed(repo: FileRepository, search: HistorySearch, texts: dict[int, str]) -> Path:
+    await repo.append(CHAT, chat(texts, 60))
+    await search.search(CHAT, "anything")  # builds the index
+    return search.index_path(CHAT)
+
+
+def entry(kind: str, content: str, covers: tuple[int, int], score: float = 5.0) -> SearchHit:
+    return SearchHit(covers[0], START, "system", None, content, score, kind=kind, covers=covers)
+
+
+async def test_a_summary_shows_its_best_messages(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    texts = {12: "the zebra arrived", 20: "zebra zebra fed", 30: "zebra outside the summary"}
+    path = await _indexed(repo, search, texts)
+    summary = entry("summary", "Anna talked about the zoo's new zebra.", (10, 25))
+    [excerpt] = gather(path, [summary], match_expression("zebra") or "", 2000)
+    lines = format_excerpts([excerpt], NOW).splitlines()[3:]
+    assert lines == [
+        "(summary of this part of the chat) Anna talked about the zoo's new zebra.",
+        "[2025-03-01 12:12] assistant: the zebra arrived",
+        "…",
+        "[2025-03-01 12:20] assistant: zebra zebra fed",
+    ]
+    [as_json] = excerpts_json([excerpt])
+    assert as_json["hits"] == [12, 20] and as_json["neighbours"] == []
+    assert as_json["notes"][0]["covers"] == [10, 25]  # type: ignore[index]
+
+
+async def test_a_fact_shows_the_turn_it_was_kept_in(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    path = await _indexed(repo, search, {15: "remember: my zebra is called Stripe"})
+    fact = entry("fact", "Anna's zebra is called Stripe", (15, 15))
+    message = SearchHit(15, START, "user", "Anna", "remember: my zebra is called Stripe", 3.0)
+    # The fact and then its own message are found: shown once, with the message a hit.
+    [excerpt] = gather(path, [fact, message], match_expression("zebra") or "", 2000)
+    assert [n.content for n in excerpt.notes] == ["Anna's zebra is called Stripe"]
+    assert seqs(excerpt) == [14, 15, 16] and hit_seqs(excerpt) == [15]
+
+
+async def test_a_documents_piece_is_shown_after_its_message(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    path = await _indexed(repo, search, {15: "here is the report"})
+    piece = SearchHit(15, START, "user", "Anna", "[zoo.pdf] the zebra count is 12", 4.0)
+    piece = SearchHit(**{**_fields(piece), "kind": "document"})
+    [excerpt] = gather(path, [piece], match_expression("zebra") or "", 2000)
+    assert [line.entry.content for line in excerpt.lines] == [
+        "small talk number 14",
+        "here is the report",
+        "[zoo.pdf] the zebra count is 12",
+        "small talk number 16",
+    ]
+    assert [line.hit for line in excerpt.lines] == [False, False, True, False]
+
+
+def _fields(hit: SearchHit) -> dict[str, object]:
+    return {name: getattr(hit, name) for name in SearchHit.__slots__}  # type: ignore[attr-defined]
