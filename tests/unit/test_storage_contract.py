@@ -169,6 +169,32 @@ async def test_tool_calls_round_trip(repository: ChatRepository) -> None:
     assert msgs[2].tool_call_id == "c1"
 
 
+async def test_a_stopped_answer_keeps_its_mark(repository: ChatRepository) -> None:
+    """An answer the user stopped reads back as stopped (tail, context, iter_messages);
+    every other message reads back as not stopped."""
+    partial = Message(role="assistant", content="half of it", stopped=True)
+    await repository.append(tg(3), [user("tell me"), partial, user("go on"), bot("all")])
+    tail = await repository.tail(tg(3), 4)
+    assert [(m.content, m.stopped) for m in tail] == [
+        ("tell me", False),
+        ("half of it", True),
+        ("go on", False),
+        ("all", False),
+    ]
+    assert [m.stopped for m in (await repository.context(tg(3), 4)).history] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert [m.stopped async for m in repository.iter_messages(tg(3))] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+
+
 async def test_conversations_are_isolated(repository: ChatRepository) -> None:
     await repository.append(ONE, [user("secret of one")])
     await repository.append(GROUP, [user("group talk")])
@@ -597,6 +623,13 @@ async def test_an_archive_line_without_attachments_reads_as_before(tmp_path: Pat
     archive = (tmp_path / "7" / "messages.txt").read_text()
     assert f'"file":"{key}"' in archive and "base64" not in archive and "/9j/" not in archive
     assert (tmp_path / "7" / "files" / key).read_bytes() == b"\xff\xd8\xff\xe0J"
+
+
+async def test_the_stopped_mark_is_written_only_when_set(tmp_path: Path) -> None:
+    repo = FileRepository(tmp_path)
+    await repo.append(tg(7), [user("q"), Message(role="assistant", content="a", stopped=True)])
+    lines = (tmp_path / "7" / "messages.txt").read_text().splitlines()
+    assert ['"stopped"' in line for line in lines] == [False, True]
 
 
 # -- the file backend: a state rides on its turn ---------------------------------------------

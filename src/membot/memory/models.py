@@ -57,6 +57,9 @@ class Message:
     # What the message carried besides its text (memory/attachment.py): metadata and file
     # keys only, never bytes. An archive line without it reads as before.
     attachments: tuple[Attachment, ...] = ()
+    # An answer the user stopped (Telegram's Stop button) while it was written: the content
+    # is what was written until then. Kept only when true; a line without it was not stopped.
+    stopped: bool = False
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
@@ -69,6 +72,8 @@ class Message:
             data["tool_calls"] = list(self.tool_calls)
         if self.attachments:
             data["attachments"] = [a.to_dict() for a in self.attachments]
+        if self.stopped:
+            data["stopped"] = True
         if self.state is not None:
             data["state"] = self.state.to_dict()
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -92,6 +97,7 @@ class Message:
                 tool_call_id=data.get("tool_call_id"),
                 state=ConversationState.from_dict(data["state"]) if "state" in data else None,
                 attachments=tuple(Attachment.from_dict(a) for a in data.get("attachments") or ()),
+                stopped=data.get("stopped") is True,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
