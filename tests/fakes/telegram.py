@@ -742,6 +742,11 @@ def _opt_bool(params: dict[str, Any], key: str) -> bool:
     return bool(value)
 
 
+def update_type(update: dict[str, Any]) -> str:
+    """An update's type: its one field besides update_id ("message", "callback_query"...)."""
+    return next((key for key in update if key != "update_id"), "")
+
+
 def _chat_id(params: dict[str, Any]) -> int:
     value = params.get("chat_id")
     if value is None or value == "":
@@ -797,6 +802,11 @@ class FakeTelegram(LocalServer):
         self._sent_by_chat: dict[int, list[SentMessage]] = {}
         self._call_counts: Counter[str] = Counter()
         self._updates: list[dict[str, Any]] = []  # unconfirmed, ascending update_id
+        # The update types the bot asked for (getUpdates' or setWebhook's allowed_updates;
+        # None: all). Like Telegram, an update of another type is never delivered: it is
+        # dropped into `not_delivered`.
+        self.allowed_updates: list[str] | None = None
+        self.not_delivered: list[dict[str, Any]] = []
         self._last_update_id = 0
         self._chats: dict[int, dict[str, Any]] = {}
         self._messages: dict[int, dict[int, dict[str, Any]]] = {}
@@ -1157,6 +1167,19 @@ class FakeTelegram(LocalServer):
         }
         return self.push_update({"callback_query": query})
 
+    def press_stop(self, chat_id: int, draft_id: int) -> int:
+        """The user pressed Stop on the draft `draft_id` (Telegram shows the button only on a
+        draft sent with can_stop): a `stopped_message_generation` update, as Bot API 10.3."""
+        if not any(d.draft_id == draft_id and d.can_stop for d in self.drafts_to(chat_id)):
+            raise ValueError(f"chat {chat_id} was shown no draft {draft_id} with a Stop button")
+        return self.push_stop(chat_id, draft_id)
+
+    def push_stop(self, chat_id: int, draft_id: int) -> int:
+        """A `stopped_message_generation` update for any draft id (press_stop checks that
+        the button was there)."""
+        stopped = {"chat": self._chat(chat_id), "draft_id": draft_id}
+        return self.push_update({"stopped_message_generation": stopped})
+
     def set_admins(self, chat_id: int, user_ids: list[int]) -> None:
         """The group's administrators, as getChatAdministrators reports them (first: owner)."""
         self._admins[chat_id] = list(user_ids)
@@ -1482,6 +1505,7 @@ class FakeTelegram(LocalServer):
         if _opt_bool(params, "drop_pending_updates"):
             self._updates.clear()
         self._webhook_max_connections = _opt_int(params, "max_connections") or 40
+        self._set_allowed(params)
         await self._stop_sender()
         self.webhook_url, self.webhook_secret = url, secret
         self._start_sender()
@@ -1510,7 +1534,7 @@ class FakeTelegram(LocalServer):
             secret=self.webhook_secret,
             max_connections=self._webhook_max_connections,
             retry_delay=self.webhook_retry_delay,
-            pending=lambda: list(self._updates),
+            pending=lambda: list(self._deliverable()),
             delivered=self._webhook_delivered,
             failed=self._webhook_failed,
             changed=lambda: self._notifier.current,
@@ -1551,15 +1575,36 @@ class FakeTelegram(LocalServer):
         self._notifier.notify()
         self._polling += 1
         try:
+            self._set_allowed(params)
             await self._notifier.wait_for(
-                lambda: bool(self._updates) or self._closing or self._poll_generation != generation,
+                lambda: (
+                    bool(self._deliverable())
+                    or self._closing
+                    or self._poll_generation != generation
+                ),
                 timeout,
             )
         finally:
             self._polling -= 1
         if self._poll_generation != generation and not self._closing:
             raise _ApiError(409, _CONFLICT)
-        return self._updates[:limit]
+        return self._deliverable()[:limit]
+
+    def _set_allowed(self, params: dict[str, Any]) -> None:
+        """Telegram keeps the last allowed_updates given; an empty list means all."""
+        allowed = params.get("allowed_updates")
+        if isinstance(allowed, list):
+            self.allowed_updates = [str(kind) for kind in allowed] or None
+
+    def _deliverable(self) -> list[dict[str, Any]]:
+        """The unconfirmed updates, without those of a type the bot did not ask for."""
+        allowed = self.allowed_updates
+        if allowed is not None:
+            unwanted = [u for u in self._updates if update_type(u) not in allowed]
+            if unwanted:
+                self.not_delivered.extend(unwanted)
+                self._updates = [u for u in self._updates if update_type(u) in allowed]
+        return self._updates
 
     async def _send_message(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id = _chat_id(params)

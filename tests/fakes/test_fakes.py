@@ -267,6 +267,26 @@ async def test_drafts_in_private_chats_only(tg: FakeTelegram, bot: Bot) -> None:
     assert retry.value.retry_after == 4 and len(tg.drafts) == 1
 
 
+async def test_stop_is_delivered_only_to_a_bot_that_asked_for_it(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    await bot.send_message_draft(7, 11, text="Plan so far", can_stop=True)
+    await bot.send_message_draft(7, 12, text="no button")
+    with pytest.raises(ValueError):
+        tg.press_stop(7, 12)  # no Stop button on that draft
+    tg.press_stop(7, 11)
+    # A bot that lists its update types without this one never gets it (as Telegram).
+    assert await bot(GetUpdates(timeout=0, allowed_updates=["message"])) == []
+    assert [u["update_id"] for u in tg.not_delivered] == [1]
+    tg.press_stop(7, 11)
+    kinds = ["message", "stopped_message_generation"]
+    [update] = await bot(GetUpdates(timeout=0, allowed_updates=kinds))
+    assert update.stopped_message_generation is not None
+    assert update.stopped_message_generation.draft_id == 11
+    assert update.stopped_message_generation.chat.id == 7
+    assert update.event_type == "stopped_message_generation"
+
+
 async def test_flood_control_refuses_a_burst_beyond_the_limit(tg: FakeTelegram, bot: Bot) -> None:
     tg.flood_control(chat_rate=1.0, chat_burst=3)
     for _ in range(3):
