@@ -321,3 +321,18 @@ class StreamingSink(RecordingSink):
     @property
     def streamed(self) -> str:
         return "".join(self.deltas)
+
+
+class StoppableSink(StreamingSink):
+    """A StreamingSink with a Stop button (core/turn.py StoppableSink): `stop` is the event
+    the turn watches; `stop_after` presses it on that many-th piece, as a user would."""
+
+    def __init__(self, label: str = "", *, stop_after: int | None = None) -> None:
+        super().__init__(label)
+        self.stop = asyncio.Event()
+        self.stop_after = stop_after
+
+    async def delta(self, text: str) -> None:
+        await super().delta(text)
+        if self.stop_after is not None and len(self.deltas) >= self.stop_after:
+            self.stop.set()

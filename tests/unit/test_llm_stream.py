@@ -139,15 +139,34 @@ async def test_a_streamed_call_is_charged_like_a_plain_one(
     assert totals.prompt_tokens == 2 * streamed.usage.prompt_tokens
 
 
-async def test_a_stream_stopped_early_is_charged_nothing(
+async def test_a_stream_stopped_early_is_charged_an_estimate_without_cost(
     llm: FakeLLM, model: OpenAIChatModel, tmp_path: Path
 ) -> None:
+    """The provider reports usage in the last chunk only; it bills what it generated all
+    the same: tokens are estimated (about 4 characters each), the cost is unknown."""
     llm.price_per_token = "0.01"
     ledger = FileLedger(tmp_path)
     metered = MeteredModel(model, ledger, lambda: datetime(2026, 11, 25, tzinfo=UTC))
     llm.script(Reply(content="w" * 400, pacing=Pacing(delay=0.05)))
     with charged_to(7, CHAT):
-        async with aclosing(metered.stream(user("hi"))) as items:
-            await anext(items)
+        async with aclosing(metered.stream(user("x" * 40))) as items:
+            assert await anext(items) == "w" * 8
     await llm.wait_until(lambda: llm.streams_gone == 1, what="the client to go away")
+    totals = await ledger.totals("user", "7", "2026-11")
+    assert (totals.calls, totals.unpriced, totals.cost) == (1, 1, 0)
+    assert (totals.prompt_tokens, totals.completion_tokens) == (10, 2)
+
+
+async def test_a_stream_closed_before_its_first_piece_is_charged_nothing(
+    llm: FakeLLM, model: OpenAIChatModel, tmp_path: Path
+) -> None:
+    ledger = FileLedger(tmp_path)
+    metered = MeteredModel(model, ledger, lambda: datetime(2026, 11, 25, tzinfo=UTC))
+    llm.script(Reply(content="w" * 400, pacing=Pacing(first_delay=30)))
+    with charged_to(7, CHAT):
+        task = asyncio.create_task(anext(metered.stream(user("hi"))))
+        await llm.wait_for_in_flight(1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     assert (await ledger.totals("user", "7", "2026-11")).calls == 0

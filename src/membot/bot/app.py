@@ -34,6 +34,7 @@ from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.middlewares import AccessMiddleware
 from membot.bot.throttle import Throttle
 from membot.config import Settings
+from membot.intake.contract import CONTROLS
 from membot.ratelimit import build_limits
 from membot.wiring import Core
 
@@ -108,7 +109,10 @@ class MembotApp:
         self._addressed = AddressedToBot()
 
     def allowed_updates(self) -> list[str]:
-        return self.dispatcher.resolve_used_update_types()
+        # Telegram's Stop on a draft comes too: handled before the dispatcher, by the runner
+        # (intake/runner.py), since the turn it stops holds the chat's turn.
+        used = self.dispatcher.resolve_used_update_types()
+        return [*used, *(kind for kind in CONTROLS if kind not in used)]
 
     async def set_commands(self) -> None:
         """The menu in Russian for Russian-speaking clients, English for everyone else (the

@@ -158,9 +158,9 @@ class Drafts:
             text=text,
             entities=entities,
             parse_mode=None,
-            # No Stop button until pressing it stops the answer (stopped_message_generation
-            # is not handled yet): a button that does nothing is worse than none.
-            can_stop=False,
+            # Stop ends the answer where it is (stopped_message_generation reaches the turn
+            # through the intake's runner, core/stops.py): it is stored and sent as written.
+            can_stop=True,
             request_timeout=REQUEST_TIMEOUT,
         )
 

@@ -191,12 +191,16 @@ class Agent:
             await self.repository.put_file(cid, key, data)
         stored = await self.repository.append(cid, [user, *produced], state=after)
         await facts.commit()  # what the tools changed, now that the turn is kept
+        stopped = produced[-1].stopped
+        if stopped:  # a consultation's round is answered all the same (stored above)
+            log.info("%s: answer stopped by the user, kept as written so far", cid)
         result = TurnResult(
             reply=produced[-1].content,
             model=response.model,
             state=after or plan.start,
             plan=plan.round,
             heard=seen.heard,
+            stopped=stopped,
         )
         await sink.answer(result)
         if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):

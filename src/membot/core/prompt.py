@@ -98,6 +98,10 @@ class PromptBuilder:
         ]
 
 
+# After an answer the user stopped while it was written (the stored text is what was written).
+STOPPED_NOTE = "[stopped here by the user]"
+
+
 def to_chat_message(
     message: Message,
     *,
@@ -126,7 +130,10 @@ def to_chat_message(
             "tool_call_id": message.tool_call_id or "",
             "content": message.content,
         }
-    out: dict[str, Any] = {"role": "assistant", "content": message.content}
+    content = message.content
+    if message.stopped:  # the model should know it was cut short, not that it said this much
+        content = f"{content} {STOPPED_NOTE}" if content else STOPPED_NOTE
+    out: dict[str, Any] = {"role": "assistant", "content": content}
     if message.tool_calls:
         out["tool_calls"] = [dict(tc) for tc in message.tool_calls]
     return out

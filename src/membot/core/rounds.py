@@ -3,6 +3,12 @@
 The agent (core/agent.py) owns the turn: what it starts from, what is stored and when. This is
 the exchange with the model within it: each round the model either calls tools (their text
 shown at once as progress, their results fed back) or answers; past the cap it must answer.
+
+A sink whose reader can stop the answer (turn.StoppableSink, Telegram's Stop button) ends
+the rounds as soon as it is stopped: the model's stream is closed (the HTTP request with
+it), or the tools running are cancelled, and what the model had written of the answer so
+far is the answer, marked as stopped. A round cut short leaves nothing half-done: its text
+beside the calls (already sent as progress) is kept as a message of its own, its calls not.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from membot.core.prompt import to_chat_message
-from membot.core.turn import StreamingSink
+from membot.core.stops import until_stopped
+from membot.core.turn import StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
 from membot.llm.tools.visible import VisibleText
@@ -72,6 +79,7 @@ class ToolRounds:
         """Tool rounds, then the answer. Returns what to store after the user message (the
         last item is the answer) and the last response."""
         produced: list[Message] = []
+        stop = sink.stop if isinstance(sink, StoppableSink) else None
         prompted = plan.round  # the round the system message in `messages` was made for
         for round_no in range(self.max_tool_rounds + 1):
             # The last round is "answer now": past the cap tools are refused, never looped on.
@@ -86,7 +94,16 @@ class ToolRounds:
             request = self.mode.request(messages, registry, final=final)
             # An answer held to a format is checked (and maybe repaired) before it is shown.
             streamed = sink if isinstance(sink, StreamingSink) and output is None else None
-            response = await self._call(request, call, streamed)
+            if stop is not None and stop.is_set():
+                return self._stopped(produced, "", call)
+            if stop is not None and streamed is not None:
+                shown: list[str] = []
+                answered = await until_stopped(self._call(request, call, streamed, shown), stop)
+                if answered is None:
+                    return self._stopped(produced, "".join(shown), call)
+                response = answered
+            else:
+                response = await self._call(request, call, streamed)
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
@@ -102,7 +119,15 @@ class ToolRounds:
                 return produced, response
             if text:
                 await _progress(tool_ctx.conversation, sink, text)
-            results = await self.tools.run(calls, tool_ctx, registry)
+            if stop is None:
+                results = await self.tools.run(calls, tool_ctx, registry)
+            else:
+                ran = await until_stopped(self.tools.run(calls, tool_ctx, registry), stop)
+                if ran is None:  # stopped: the calls are not kept without their results
+                    if text:
+                        produced.append(Message(role="assistant", content=text))
+                    return self._stopped(produced, "", call)
+                results = ran
             step = [
                 Message(
                     role="assistant",
@@ -123,10 +148,24 @@ class ToolRounds:
             messages = [*messages, *(to_chat_message(m) for m in step)]
         raise AssertionError("unreachable: the final round always returns")
 
+    def _stopped(
+        self, produced: list[Message], text: str, call: CallOptions | None
+    ) -> tuple[list[Message], LLMResponse]:
+        """The user stopped the answer: what was written of it so far is the answer."""
+        text = text.strip()
+        produced.append(Message(role="assistant", content=text, stopped=True))
+        model = call.model if call is not None and call.model else getattr(self.model, "model", "")
+        return produced, LLMResponse(content=text, model=str(model), finish_reason="stopped")
+
     async def _call(
-        self, request: Request, call: CallOptions | None, sink: StreamingSink | None
+        self,
+        request: Request,
+        call: CallOptions | None,
+        sink: StreamingSink | None,
+        shown: list[str] | None = None,
     ) -> LLMResponse:
-        """One model call: whole, or streamed into `sink` (what may be shown of it)."""
+        """One model call: whole, or streamed into `sink` (what may be shown of it, also
+        kept in `shown`: the answer so far, should the user stop it)."""
         messages, tools, choice = request.messages, request.tools, request.tool_choice
         if sink is None:
             return await self.model.complete(
@@ -140,9 +179,11 @@ class ToolRounds:
             async for item in items:
                 if not isinstance(item, str):
                     return item
-                shown = visible.feed(item)
-                if shown:
-                    await sink.delta(shown)
+                piece = visible.feed(item)
+                if piece:
+                    if shown is not None:
+                        shown.append(piece)
+                    await sink.delta(piece)
         raise LLMUnavailable("the stream ended without an answer")
 
     async def _checked(

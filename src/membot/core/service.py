@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from membot.core.agent import Agent
+from membot.core.stops import Stops
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import ConversationBusy, TurnLocks
 from membot.ids import ConversationId
@@ -50,6 +51,9 @@ class ConversationService:
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        # The answers being written here that a user can stop (Telegram's Stop button): a
+        # front door registers one for its turn, the intake's runner stops it.
+        self.stops = Stops()
 
     # -- ordering and shutdown ---------------------------------------------------------------
 

@@ -3,6 +3,7 @@ front door may ask for, what comes out, and where the words go."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -62,6 +63,9 @@ class TurnResult:
     state: ConversationState
     plan: RoundPlan | None = None  # the consultation round this turn answered, if any
     heard: str | None = None
+    # The user stopped the answer while it was written: `reply` is what was written until
+    # then (maybe nothing), stored marked as stopped.
+    stopped: bool = False
 
     @property
     def complete(self) -> bool:
@@ -103,3 +107,15 @@ class HearingSink(Protocol):
     async def heard(self, text: str) -> None:
         """The transcript, known; the answer is not written yet (never raises)."""
         ...
+
+
+@runtime_checkable
+class StoppableSink(StreamingSink, Protocol):
+    """A streaming sink whose reader can stop the answer while it is written (Telegram's
+    Stop button, core/stops.py). Once `stop` is set, the model's stream is closed at once
+    and what was written so far is the answer: stored (marked as stopped), then given to
+    `answer` as any answer. A stop while tools run cancels them; nothing half-done (a call
+    without its results) is stored."""
+
+    @property
+    def stop(self) -> asyncio.Event: ...

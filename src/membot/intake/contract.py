@@ -7,6 +7,8 @@
     fence(e)     inside the chat's turn, before answering: True when `e` was handled already;
                  NotHolder when another process answers its chat now.
     done(e)      inside the chat's turn, once handled: it never comes back.
+    control()    the next control updates (Telegram's Stop on a draft), in every process
+                 that runs turns: never queued behind a chat's turn, never kept.
 
 Two intakes keep this: the file journal (QUEUE=local, journal.py) and the Redis stream
 (QUEUE=redis, redis.py). Sources (polling.py, webhook.py) call `put`; the runner (runner.py)
@@ -92,6 +94,12 @@ class Intake(Protocol):
 
     async def done(self, entry: Entry) -> None: ...
 
+    async def control(self) -> list[Entry]:
+        """The next control updates put (`is_control`), as soon as they are put, whatever
+        the chat's turn is doing; [] now and then when there are none. They are not kept:
+        what they steer is in progress now or not at all."""
+        ...
+
     def keeps(self, entry: Entry) -> bool:
         """Whether a failed update is still this process's to try again."""
         ...
@@ -135,8 +143,32 @@ def chat_of(update: Mapping[str, Any]) -> str:
     return ""
 
 
+# Updates that steer an answer in progress rather than ask anything: Telegram's Stop on a
+# draft. The turn they stop holds its chat's turn and lane, so they cannot wait behind it:
+# `put` hands them to `control` at once (intake/runner.py acts on them), and they are never
+# kept nor replayed (a stop is for an answer being written now, or for nothing).
+CONTROLS = frozenset({"stopped_message_generation"})
+
+
+def is_control(update: Mapping[str, Any]) -> bool:
+    return any(key in CONTROLS for key in update)
+
+
+def entry_of(update: Mapping[str, Any], data: str) -> Entry:
+    """An update outside the stream (the journal's, a control update): shard 0, its id."""
+    update_id = int(update["update_id"])
+    return Entry(0, str(update_id), update_id, chat_of(update), data, redelivered=False)
+
+
 # What a person sends that the bot reads besides text: worth keeping and answering again.
 MEDIA = ("voice", "audio", "video_note", "photo", "document")
+
+
+def text_of(update: Mapping[str, Any]) -> str | None:
+    """A message update's text, if it has one."""
+    message = update.get("message")
+    text = message.get("text") if isinstance(message, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def has_media(message: Mapping[str, Any]) -> bool:

@@ -28,7 +28,8 @@ from typing import Any
 
 from membot.intake import journal_files as files
 from membot.intake.albums import Album, RecentAlbums, album_key
-from membot.intake.contract import Entry, IntakeUnavailable, chat_of, has_media
+from membot.intake.contract import Entry, IntakeUnavailable, entry_of, has_media, text_of
+from membot.intake.controls import LocalControls
 from membot.intake.repeats import answered
 from membot.memory.base import ChatRepository
 
@@ -86,6 +87,7 @@ class Journal:
         self.journaled_before: frozenset[int] = frozenset()
         self._ready: deque[Entry] = deque()
         self._arrived = asyncio.Event()
+        self._controls = LocalControls()
         self._commands_in_flight: set[int] = set()
         self._albums = RecentAlbums()
 
@@ -106,11 +108,14 @@ class Journal:
         return None
 
     async def put(self, batch: Sequence[Update]) -> None:
-        """Journal what is worth keeping durably, then hand the whole batch to `take`."""
-        fresh = [u for u in batch if int(u["update_id"]) not in self.journaled_before]
+        """Journal what is worth keeping durably, then hand the batch to `take` (control
+        updates to `control`, never journaled)."""
+        fresh = self._controls.split(
+            u for u in batch if int(u["update_id"]) not in self.journaled_before
+        )
         lines: dict[int, bytes] = {}
         for update in fresh:
-            text = _text(update)
+            text = text_of(update)
             message = update.get("message")
             if text is not None and self.is_command(text):
                 self._commands_in_flight.add(int(update["update_id"]))
@@ -128,7 +133,7 @@ class Journal:
             update_id = int(update["update_id"])
             line = lines.get(update_id)
             data = line.decode() if line is not None else json.dumps(update)
-            self._ready.append(_entry(update, data))
+            self._ready.append(entry_of(update, data))
         if fresh:
             self._arrived.set()
 
@@ -137,6 +142,9 @@ class Journal:
             self._arrived.clear()
             await self._arrived.wait()
         return [self._ready.popleft() for _ in range(min(room, len(self._ready)))]
+
+    async def control(self) -> list[Entry]:
+        return await self._controls.next()
 
     def rest(self) -> list[Entry]:
         rest = list(self._ready)
@@ -214,7 +222,7 @@ class Journal:
     async def replay(self, repository: ChatRepository) -> int:
         """Read back what a crashed run left unanswered: it is taken first. How many."""
         records = await self.unanswered(repository)
-        self._ready.extendleft(reversed([_entry(r, json.dumps(r)) for r in records]))
+        self._ready.extendleft(reversed([entry_of(r, json.dumps(r)) for r in records]))
         if records:
             self._arrived.set()
         return len(records)
@@ -287,14 +295,3 @@ class Journal:
         """Text the model answers, worth answering again. The bot's commands are not (a second
         /reset could wipe what came after the first); "/other text" goes to the model."""
         return isinstance(text, str) and bool(text.strip()) and not self.is_command(text)
-
-
-def _text(update: Update) -> str | None:
-    message = update.get("message")
-    text = message.get("text") if isinstance(message, dict) else None
-    return text if isinstance(text, str) else None
-
-
-def _entry(update: Update, data: str) -> Entry:
-    update_id = int(update["update_id"])
-    return Entry(0, str(update_id), update_id, chat_of(update), data, redelivered=False)

@@ -26,7 +26,8 @@ from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
 
-from membot.intake.contract import Entry, IntakeUnavailable, NotHolder
+from membot.intake.contract import Entry, IntakeUnavailable, NotHolder, is_control
+from membot.intake.controls import RedisControls
 from membot.intake.shards import ShardLeases, assign
 from membot.intake.stream import HANDLED, UpdateStream
 
@@ -54,6 +55,7 @@ class StreamIntake:
         self.interval = claim_idle / 3
         self.consumer = leases.consumer if leases is not None else ""
         self.owned: set[int] = set()  # held and read
+        self.controls = RedisControls(stream.client, stream.prefix)  # pub/sub, not the stream
         self._draining: set[int] = set()  # held until their updates in hand are done
         self._reading: frozenset[int] = frozenset()  # in the read now waiting on Redis
         self._in_hand: Counter[int] = Counter()  # per shard, taken and not let go
@@ -74,6 +76,7 @@ class StreamIntake:
         await self.stream.prepare()
         if self.leases is None:
             return
+        await self.controls.listen()
         await self._rebalance()
         self._balancer = asyncio.create_task(self._balance_loop(), name="queue-balance")
         log.info("queue: worker %s started", self.consumer)
@@ -90,6 +93,7 @@ class StreamIntake:
 
     async def close(self) -> None:
         """Once the runner is done: the shards are released."""
+        await self.controls.close()
         if self.leases is None:
             return
         for shard in sorted(self.owned | self._draining):
@@ -106,7 +110,10 @@ class StreamIntake:
         failure is recognised by its mark when the batch comes again)."""
         try:
             for update in batch:
-                await self.stream.publish(update)
+                if is_control(update):  # to every worker now (controls.py says why)
+                    await self.controls.publish(update)
+                else:
+                    await self.stream.publish(update)
         except RedisError as exc:
             raise IntakeUnavailable(f"Redis: {type(exc).__name__}") from None
 
@@ -229,6 +236,9 @@ class StreamIntake:
         for entry in held:
             self._in_hand[entry.shard] += 1
         return held
+
+    async def control(self) -> list[Entry]:
+        return await self.controls.next()
 
     def let_go(self, entry: Entry) -> None:
         self._in_hand[entry.shard] -= 1

@@ -14,14 +14,20 @@ intake retries (the stream); otherwise the update is done (the handler apologise
 An album (photos or documents sharing a media_group_id, one update each) is one turn: its
 first part waits in its lane until no other part has come for ALBUM_QUIET, then the parts
 are fenced, handled together and marked done in the same turn, each of them.
+
+Control updates (Telegram's Stop on a draft) take no lane and no turn: the turn they stop
+holds both. The intake gives them apart (`control`, intake/controls.py), and the runner
+hands each at once to `stops` (core/stops.py), which stops that answer if this process is
+writing it and ignores it otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Protocol
@@ -74,6 +80,7 @@ class Runner:
         repository: ChatRepository,
         concurrency: int | None = None,
         album_quiet: float = ALBUM_QUIET,
+        stops: Callable[[int, int], bool] | None = None,
     ) -> None:
         self.intake = intake
         self.handler = handler
@@ -81,8 +88,10 @@ class Runner:
         self.repository = repository
         self.concurrency = concurrency
         self.album_quiet = album_quiet
+        self.stops = stops  # (chat id, draft id): stop that answer, if written here
         self.handled = 0
         self._taking: asyncio.Task[None] | None = None
+        self._controlling: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()  # set: no new update is taken
         self._lanes_stop = asyncio.Event()  # set: no lane starts another update
         self._freed = asyncio.Event()
@@ -93,6 +102,8 @@ class Runner:
     async def start(self) -> None:
         self._taking = asyncio.create_task(self._take_loop(), name="intake-take")
         self._taking.add_done_callback(report)
+        self._controlling = asyncio.create_task(self._control_loop(), name="intake-control")
+        self._controlling.add_done_callback(report)
 
     async def stop(self, grace: float) -> None:
         """Take nothing more; finish what is in hand within `grace` seconds. With the stream,
@@ -115,6 +126,9 @@ class Runner:
                 for task in late:
                     task.cancel()
                 await asyncio.gather(*late, return_exceptions=True)
+        if self._controlling is not None:  # a turn finishing in the grace can be stopped
+            self._controlling.cancel()
+            await asyncio.gather(self._controlling, return_exceptions=True)
 
     async def _take_loop(self) -> None:
         while not self._stop.is_set():
@@ -126,6 +140,32 @@ class Runner:
                 continue
             for entry in await self.intake.take(room):
                 self.lanes.add(entry)
+
+    async def _control_loop(self) -> None:
+        """Until the runner has finished its turns (a stop may come during the grace)."""
+        while True:
+            try:
+                entries = await self.intake.control()
+            except Exception as exc:  # whatever it is, stops must keep coming after it
+                if transient(exc):
+                    self.intake.outage(exc)  # the updates' own path says when it is back
+                else:
+                    log.error("intake: control updates failed (%s)", type(exc).__name__)
+                await asyncio.sleep(1.0)  # backoff: listening again subscribes again
+                continue
+            for entry in entries:
+                self._control(entry)
+
+    def _control(self, entry: Entry) -> None:
+        """A stop: (chat id, draft id) to `stops`, from Telegram's JSON."""
+        try:
+            stopped = json.loads(entry.data)["stopped_message_generation"]
+            chat_id, draft_id = int(stopped["chat"]["id"]), int(stopped["draft_id"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("intake: control update %s not understood; ignored", entry.update_id)
+            return
+        if self.stops is None or not self.stops(chat_id, draft_id):
+            log.debug("intake: update %s stops nothing in progress here", entry.update_id)
 
     # -- one update --------------------------------------------------------------------------
 

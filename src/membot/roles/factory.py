@@ -81,6 +81,7 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
             turns=core.service,
             repository=core.repository,
             concurrency=settings.worker_concurrency if stream else None,
+            stops=core.service.stops.stop,
         )
     api = None
     if settings.api_port is not None:

@@ -208,16 +208,33 @@ class MeteredModel:
         options: CallOptions | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """The inner model's stream, charged like a plain call when its response arrives.
-        A stream stopped before that (the consumer went away) is charged nothing: the
-        provider reports the usage in the stream's last chunk only, so none was reported."""
+        The provider reports the usage in the stream's last chunk only: a stream its consumer
+        closed before that (the user pressed Stop, an API client went away) once something
+        was written is charged an estimate, about 4 characters a token of the prompt and of
+        what was written, with no cost (the provider still bills what it generated; the
+        cost is unknown, so it is counted as an unpriced call). A call that failed, or was
+        closed before its first piece, is charged nothing."""
         items = self.inner.stream(
             messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
         )
-        async with aclosing(items):
-            async for item in items:
-                if not isinstance(item, str):
-                    await self._record(purpose, item)
-                yield item
+        written = 0
+        ended = False  # answered (and charged), or failed
+        try:
+            async with aclosing(items):
+                async for item in items:
+                    if isinstance(item, str):
+                        written += len(item)
+                    else:
+                        ended = True
+                        await self._record(purpose, item)
+                    yield item
+        except Exception:
+            ended = True
+            raise
+        finally:
+            if not ended and written:
+                model = options.model if options is not None and options.model else self.model
+                await self._record(purpose, estimate(model, messages, written))
 
     async def _record(self, purpose: str, response: LLMResponse) -> None:
         payer = _payer.get() or Payer(None, None)
@@ -244,3 +261,21 @@ class MeteredModel:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+def estimate(model: str, messages: Sequence[ChatMessage], written: int) -> LLMResponse:
+    """A stopped stream's usage, which the provider never reported: about 4 characters a
+    token, the prompt's text (its images not counted) and what was written; no cost."""
+    from membot.llm.model import LLMResponse, Usage
+
+    prompt = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            prompt += len(content)
+        elif isinstance(content, list):
+            prompt += sum(
+                len(str(part.get("text", ""))) for part in content if isinstance(part, dict)
+            )
+    usage = Usage(prompt_tokens=-(-prompt // 4), completion_tokens=-(-written // 4))
+    return LLMResponse(content="", model=model, finish_reason="stopped", usage=usage)

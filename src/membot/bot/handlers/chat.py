@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -41,7 +42,8 @@ class TelegramSink:
     async def answer(self, result: TurnResult) -> None:
         # What the bot heard in a voice message comes first, so the user sees it was heard.
         heard = shorten(result.heard, HEARD_CHARS) if result.heard else ""
-        await self._send(result.reply + round_label(result), quote=heard)
+        text = result.reply + stopped_label(result) + round_label(result)
+        await self._send(text, quote=heard)
 
     async def _send(self, text: str, quote: str = "") -> None:
         group = self.message.chat.type != "private"
@@ -61,11 +63,18 @@ class DraftSink(TelegramSink):
     on Telegram). Text beside a tool call streams into the draft too; `progress` then sends
     it as its own message, as without drafts (the message replaces the draft that showed
     it, so it is seen once) and the draft starts again empty for the next round's text.
-    The answer is stored before `answer` is called; the drafts end, then it is sent."""
+    The answer is stored before `answer` is called; the drafts end, then it is sent.
+    `stop` is set when the user presses Stop on the draft (core/stops.py): the answer is
+    then what was written so far (core/turn.py StoppableSink)."""
 
-    def __init__(self, bot: Bot, message: Message, drafts: Drafts) -> None:
+    def __init__(self, bot: Bot, message: Message, drafts: Drafts, stop: asyncio.Event) -> None:
         super().__init__(bot, message)
         self.drafts = drafts
+        self._stop = stop
+
+    @property
+    def stop(self) -> asyncio.Event:
+        return self._stop
 
     async def delta(self, text: str) -> None:
         self.drafts.add(text)
@@ -91,6 +100,14 @@ def shorten(text: str, limit: int) -> str:
     cut = text[: limit - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut).rstrip(" ,.;:") + "…"
+
+
+def stopped_label(result: TurnResult) -> str:
+    """After an answer the user stopped (alone, when it was stopped before any text)."""
+    if not result.stopped:
+        return ""
+    words = texts.get(result.state.language)
+    return f"\n\n{words.STOPPED}" if result.reply.strip() else words.STOPPED
 
 
 def round_label(result: TurnResult) -> str:
@@ -130,7 +147,9 @@ async def run_turn(
     try:
         if streaming and message.chat.type == "private" and topic_of(message) is None:
             async with Drafts(bot, message.chat.id) as drafts:
-                return await turn(DraftSink(bot, message, drafts))
+                # Stop on the draft reaches the turn through the runner (intake/runner.py).
+                with service.stops.register(message.chat.id, drafts.draft_id) as stop:
+                    return await turn(DraftSink(bot, message, drafts, stop))
         async with ChatActionSender.typing(
             bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
         ):

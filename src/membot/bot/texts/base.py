@@ -29,6 +29,7 @@ class Texts:
     # Consultations. The round labels are Markdown: they follow the model's answer.
     ROUND: str  # {round}, {max_rounds}
     ROUND_FINAL: str  # {round}, {max_rounds}
+    STOPPED: str  # Markdown: after an answer the user stopped while it was written
     CONSULT_USAGE: str  # {rounds}
     CONSULT_BAD_ROUNDS: str  # {max_rounds}
     CONSULT_IN_PROGRESS: str  # {round}, {max_rounds}

@@ -43,6 +43,7 @@ EN = Texts(
     INTERNAL_ERROR="Sorry, something went wrong on my side. Please try again.",
     ROUND="_Round {round} of {max_rounds}_",
     ROUND_FINAL="_Round {round} of {max_rounds}: the consultation is complete._",
+    STOPPED="_Stopped._",
     CONSULT_USAGE=(
         "Tell me what the consultation is about: /consult [N] <request>, e.g. "
         '"/consult 3 help me plan a week in Rome". N is the number of rounds ({rounds} if '

@@ -1,0 +1,79 @@
+"""Stopping an answer while it is written (Telegram's Stop button on a draft).
+
+A front door that shows an answer as it is written registers it here under (chat id, draft
+id) for the time it is written, and hands the turn the `asyncio.Event` it gets back (the
+sink's `stop`, core/turn.py `StoppableSink`). Pressing Stop sets that event: the model's
+stream is closed at once and what it wrote so far becomes the answer, stored marked as
+stopped and then sent, as any answer (core/rounds.py).
+
+The registry is this process's: the stop reaches the turn through the intake's control path
+(intake/runner.py), in every process that runs turns; only the one running that answer finds
+it here. A stop for an answer not (or no longer) in progress is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Iterator
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class Stops:
+    """Answers being written in this process, by (chat id, draft id)."""
+
+    def __init__(self) -> None:
+        self._live: dict[tuple[int, int], asyncio.Event] = {}
+
+    @contextlib.contextmanager
+    def register(self, chat_id: int, draft_id: int) -> Iterator[asyncio.Event]:
+        """The answer's stop signal, for as long as the answer is written."""
+        key = (chat_id, draft_id)
+        event = asyncio.Event()
+        self._live[key] = event
+        try:
+            yield event
+        finally:
+            if self._live.get(key) is event:
+                del self._live[key]
+
+    def stop(self, chat_id: int, draft_id: int) -> bool:
+        """Stop that answer; False when it is not being written here (ignored)."""
+        event = self._live.get((chat_id, draft_id))
+        if event is None:
+            log.debug(
+                "chat %s: stop for draft %s, not in progress here: ignored", chat_id, draft_id
+            )
+            return False
+        log.info("chat %s: the user stopped the answer being written", chat_id)
+        event.set()
+        return True
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+
+async def until_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T | None:
+    """Run `work` until it ends or `stop` is set, whichever comes first: its result, or None
+    once stopped (`work` then cancelled and awaited: a model stream closes its HTTP
+    request as it is cancelled). A result ready as the stop comes wins: the work was done.
+    Cancelling the caller cancels the work too."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+        # Awaited however this ends: the work's own cleanup (closing the stream) is done
+        # before the turn goes on, or before the caller's cancellation propagates.
+        await asyncio.wait((task, waiter))
+    if task.cancelled():
+        return None
+    return task.result()
