@@ -206,11 +206,17 @@ SEARCH = Section(
     name="search",
     title="Archive search",
     source="bench/search.py",
-    summary="the search_history index on 100,000 messages",
+    summary="the search_history index on 100,000 messages; recall per kind of question",
     what="""
 A chat of 100,000 messages: the index build (the first search makes it), its size, query
 latency, a search right after 20 new messages (the index catches up first), and recall@5 of
-planted facts, also at 5,000 messages.
+planted facts, also at 5,000 messages. Then the hard recall set of tests/recall_corpus.py: a
+generated group chat of four people and the bot over fourteen months, with questions of five
+kinds (docs/testing.md): the answer in the turn after the question's words (neighbour), in
+two or three turns of different days (multi), said in the first person and asked in the
+third (person), in other words (paraphrase), and in one period of a topic that comes up in
+others (dated). Recall is the share of the needed turns among the k hits ("hits"), or also
+among the turns the hits bring along as context, which the model is shown too ("shown").
 """,
     found="""
 The index was built in [[100k messages|index build (first search)]]
@@ -222,6 +228,16 @@ search after 20 new messages [[100k messages|search after 20 new messages]]
 [[100k messages|recall@5 (planted facts)]] at 100,000 messages and
 [[5k messages|recall@5 (planted facts)]] at 5,000 (target
 [[100k messages|recall@5 (planted facts)|target]]).
+
+On the recall set the top 5 hits held [[recall set|all recall@5 hits]] of the needed turns and
+the top 10 [[recall set|all recall@10 hits]]; counting what the hits bring along,
+[[recall set|all recall@5 shown]] and [[recall set|all recall@10 shown]], with
+[[recall set|turns shown per question@10]] shown for 10 hits. At 10 (hits, shown):
+neighbour [[recall set|neighbour recall@10 hits]] and [[recall set|neighbour recall@10 shown]],
+multi [[recall set|multi recall@10 hits]] and [[recall set|multi recall@10 shown]] (every turn
+of a question shown for [[recall set|multi all turns shown@10|percent]] of them), person
+[[recall set|person recall@10 hits]], paraphrase [[recall set|paraphrase recall@10 hits]],
+dated [[recall set|dated recall@10 hits]].
 """,
 )
 

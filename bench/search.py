@@ -1,4 +1,5 @@
-"""Archive search on a long chat: index build, query latency, catch-up, recall@5.
+"""Archive search on a long chat: index build, query latency, catch-up, recall@5; and recall
+per kind of question on the hard recall set (bench/search_recall.py).
 
 `python -m bench.search` prints a table; bench/__main__.py calls run() for the report.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from tests.search_corpus import Conversation, generate_conversation, recall_at_k
 
+from bench import search_recall
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 from membot.search import HistorySearch
@@ -128,6 +130,7 @@ async def _run(root: Path) -> list[Row]:
         recall = await _recall(search, SMALL_CHAT_ID, small)
         small_case = f"{SMALL_MESSAGES // 1000}k messages"
         rows.append(_row(small_case, "recall@5 (planted facts)", recall, "ratio", ">= 0.9"))
+        rows += await search_recall.rows(root / "recall", _row)
     finally:
         await repo.close()
     return rows

@@ -1,0 +1,62 @@
+"""Recall on the hard recall set (tests/recall_corpus.py, #20), per kind of question.
+
+Rows of the `search` section (bench/search.py calls rows()): for each kind and over all,
+recall@5 and @10 of the hits alone and of what the model is shown (the hits and the turns
+they bring as context), the share of multi-turn questions with every turn shown, and how
+many turns a search shows. Once the search takes a period, dated questions are asked with
+it, and once more without it (the `no period` rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.recall_corpus import KINDS, build, generate, measure, takes_periods
+
+from membot.ids import ConversationId
+from membot.memory import FileRepository
+from membot.search import HistorySearch
+
+CASE = "recall set"
+CHAT_ID = ConversationId.telegram(-100_502)
+KS = (5, 10)
+
+Row = dict[str, object]
+MakeRow = Callable[[str, str, float, str, str], Row]
+
+
+async def rows(root: Path, make_row: MakeRow) -> list[Row]:
+    recall_set = generate()
+    repo = FileRepository(root)
+    out: list[Row] = []
+    try:
+        await build(repo, CHAT_ID, recall_set)
+        search = HistorySearch(repo, root)
+        result = await measure(search, CHAT_ID, recall_set.questions, KS)
+        for kind in (*KINDS, "all"):
+            for k in KS:
+                for view in ("hits", "shown"):
+                    metric = f"{kind} recall@{k} {view}"
+                    out.append(make_row(CASE, metric, result[kind][f"{view}@{k}"], "ratio", "-"))
+        for k in KS:
+            every = result["multi"][f"shown_all@{k}"]
+            out.append(make_row(CASE, f"multi all turns shown@{k}", every, "ratio", "-"))
+            shown = result["all"][f"shown_turns@{k}"]
+            out.append(make_row(CASE, f"turns shown per question@{k}", shown, "turns", "-"))
+        if takes_periods(search):
+            dated = [q for q in recall_set.questions if q.kind == "dated"]
+            plain = await measure(search, CHAT_ID, dated, KS, periods=False)
+            for k in KS:
+                value = plain["dated"][f"hits@{k}"]
+                out.append(make_row(CASE, f"dated recall@{k} hits, no period", value, "ratio", "-"))
+        turns, questions = len(recall_set.messages), len(recall_set.questions)
+        note = (
+            f"recall set: {turns:,} turns of 4 people and the bot in {len(recall_set.sessions)} "
+            f"sessions over 14 months, {questions} questions"
+        )
+        for row in out:
+            row["note"] = note
+    finally:
+        await repo.close()
+    return out
