@@ -238,6 +238,16 @@ multi [[recall set|multi recall@10 hits]] and [[recall set|multi recall@10 shown
 of a question shown for [[recall set|multi all turns shown@10|percent]] of them), person
 [[recall set|person recall@10 hits]], paraphrase [[recall set|paraphrase recall@10 hits]],
 dated [[recall set|dated recall@10 hits]].
+
+What search_history shows the model is excerpts within a budget: at the default budget they
+held [[recall set|all recall, default budget]] of the needed turns
+([[recall set|turns shown per question, default budget]] per question; neighbour
+[[recall set|neighbour recall, default budget]], multi
+[[recall set|multi recall, default budget]], person [[recall set|person recall, default budget]],
+paraphrase [[recall set|paraphrase recall, default budget]], dated
+[[recall set|dated recall, default budget]]); at 500 tokens, about as many turns as 10 hits
+with their context, [[recall set|all recall, budget 500 tokens]]
+([[recall set|turns shown per question, budget 500 tokens]]).
 """,
 )
 

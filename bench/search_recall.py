@@ -3,8 +3,10 @@
 Rows of the `search` section (bench/search.py calls rows()): for each kind and over all,
 recall@5 and @10 of the hits alone and of what the model is shown (the hits and the turns
 they bring as context), the share of multi-turn questions with every turn shown, and how
-many turns a search shows. Once the search takes a period, dated questions are asked with
-it, and once more without it (the `no period` rows).
+many turns a search shows. Then what search_history shows the model since #20: the excerpts
+of `recall` within the default budget, and within SMALL_BUDGET tokens, about as many turns
+as 10 hits with their context. Once the search takes a period, dated questions are asked
+with it, and once more without it (the `no period` rows).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from membot.search import HistorySearch
 CASE = "recall set"
 CHAT_ID = ConversationId.telegram(-100_502)
 KS = (5, 10)
+SMALL_BUDGET = 500
 
 Row = dict[str, object]
 MakeRow = Callable[[str, str, float, str, str], Row]
@@ -33,7 +36,8 @@ async def rows(root: Path, make_row: MakeRow) -> list[Row]:
     try:
         await build(repo, CHAT_ID, recall_set)
         search = HistorySearch(repo, root)
-        result = await measure(search, CHAT_ID, recall_set.questions, KS)
+        budgets = (None, SMALL_BUDGET)
+        result = await measure(search, CHAT_ID, recall_set.questions, KS, budgets=budgets)
         for kind in (*KINDS, "all"):
             for k in KS:
                 for view in ("hits", "shown"):
@@ -44,6 +48,17 @@ async def rows(root: Path, make_row: MakeRow) -> list[Row]:
             out.append(make_row(CASE, f"multi all turns shown@{k}", every, "ratio", "-"))
             shown = result["all"][f"shown_turns@{k}"]
             out.append(make_row(CASE, f"turns shown per question@{k}", shown, "turns", "-"))
+        for tokens in budgets if "budget" in result["all"] else ():
+            tail, label = (
+                ("", "default budget")
+                if tokens is None
+                else (f":{tokens}", f"budget {tokens} tokens")
+            )
+            for kind in (*KINDS, "all"):
+                value = result[kind]["budget" + tail]
+                out.append(make_row(CASE, f"{kind} recall, {label}", value, "ratio", "-"))
+            shown = result["all"]["budget_turns" + tail]
+            out.append(make_row(CASE, f"turns shown per question, {label}", shown, "turns", "-"))
         if takes_periods(search):
             dated = [q for q in recall_set.questions if q.kind == "dated"]
             plain = await measure(search, CHAT_ID, dated, KS, periods=False)

@@ -17,6 +17,10 @@ fresh chat's repository assigns them.
 `hits@k` is the share of needed turns that are among the k hits; `shown@k` counts a turn
 also when a hit brings it along as context (what the model is shown); `*_all@k` is the share
 of questions with every needed turn found (differs from the turn share for `multi` only).
+Where the search has `recall` (the excerpts within a budget that the model is shown since
+#20), `budget` is the share of needed turns among the excerpts' lines at the default budget,
+`budget_all` of questions with all of them, `budget_turns` how many turns were shown; with
+another budget of N tokens the keys end in `:N` (`budget:500`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 from membot.ids import ConversationId
 from membot.memory import Message
 from membot.memory.base import ChatRepository
-from membot.search import HistorySearch, SearchHit
+from membot.search import Excerpt, HistorySearch, SearchHit
 from tests.recall_items import MULTI, NEIGHBOUR, PARAPHRASE, PEOPLE, PERIODS, PERSON, SAGAS
 
 KINDS = ("neighbour", "multi", "person", "paraphrase", "dated")
@@ -326,11 +330,18 @@ def takes_periods(search: HistorySearch) -> bool:
 
 def seqs(hits: Iterable[SearchHit]) -> tuple[set[int], set[int]]:
     """The seqs of the message hits, and of every turn shown with them (hits and context)."""
-    found = {hit.seq for hit in hits if getattr(hit, "kind", "message") == "message"}
+    # A summary's or a fact's own seq is not a turn of the chat; a document's piece is its
+    # message's.
+    found = {hit.seq for hit in hits if hit.kind in ("message", "document")}
     shown = set(found)
     for hit in hits:
         shown |= {near.seq for near in getattr(hit, "context", ())}
     return found, shown
+
+
+def excerpt_seqs(excerpts: Iterable[Excerpt]) -> set[int]:
+    """The seqs of every chat turn the excerpts show (hits and their neighbours)."""
+    return {line.entry.seq for excerpt in excerpts for line in excerpt.lines}
 
 
 async def measure(
@@ -340,14 +351,19 @@ async def measure(
     ks: Sequence[int] = (5, 10),
     *,
     periods: bool | None = None,
+    budget: bool | None = None,
+    budgets: Sequence[int | None] = (None,),
 ) -> dict[str, dict[str, float]]:
     """Recall per kind and over all ("all"), at each k: see the module's docstring.
 
-    `periods`: pass dated questions' since/until to the search; by default when it takes
-    them. Each kind also gets `questions`, `turns` (needed turns) and `shown_turns@k`, the
-    mean number of distinct turns a search showed.
+        `periods`: pass dated questions' since/until to the search; by default when it takes
+        them. `budget`: measure `recall`'s excerpts too, at each of `budgets` (tokens; None: the
+    default); by default when there is a `recall`. Each kind
+        also gets `questions`, `turns` (needed turns) and `shown_turns@k`, the mean number of
+        distinct turns a search showed.
     """
     dated = takes_periods(search) if periods is None else periods
+    excerpts = hasattr(search, "recall") if budget is None else budget
     tally: dict[str, dict[str, float]] = {}
     for question in questions:
         keywords = period(question) if dated else {}
@@ -355,6 +371,19 @@ async def measure(
             row = tally.setdefault(kind, {"questions": 0, "turns": 0})
             row["questions"] += 1
             row["turns"] += len(question.needed)
+        for tokens in budgets if excerpts else ():
+            size: dict[str, Any] = {} if tokens is None else {"budget_tokens": tokens}
+            shown = excerpt_seqs(await search.recall(cid, question.text, **keywords, **size))
+            have = sum(seq in shown for seq in question.needed)
+            tail = "" if tokens is None else f":{tokens}"
+            for kind in (question.kind, "all"):
+                row = tally[kind]
+                for key, add in (
+                    ("budget", have),
+                    ("budget_all", have == len(question.needed)),
+                    ("budget_turns", len(shown)),
+                ):
+                    row[key + tail] = row.get(key + tail, 0) + add
         for k in ks:
             hits = await search.search(cid, question.text, k, **keywords)
             found, shown = seqs(hits)
@@ -376,6 +405,11 @@ async def measure(
                 out[f"{view}@{k}"] = round(row[f"{view}@{k}"] / row["turns"], 3)
                 out[f"{view}_all@{k}"] = round(row[f"{view}_all@{k}"] / row["questions"], 3)
             out[f"shown_turns@{k}"] = round(row[f"shown_turns@{k}"] / row["questions"], 1)
+        for tokens in budgets if excerpts else ():
+            tail = "" if tokens is None else f":{tokens}"
+            out["budget" + tail] = round(row["budget" + tail] / row["turns"], 3)
+            out["budget_all" + tail] = round(row["budget_all" + tail] / row["questions"], 3)
+            out["budget_turns" + tail] = round(row["budget_turns" + tail] / row["questions"], 1)
         result[kind] = out
     return result
 
@@ -384,6 +418,7 @@ def table(result: dict[str, dict[str, float]], ks: Sequence[int] = (5, 10)) -> s
     """The measurement as a text table, one row per kind."""
     columns = [f"{view}@{k}" for k in ks for view in ("hits", "shown")]
     columns += [f"{view}_all@{k}" for k in ks for view in ("hits", "shown")]
+    columns += [c for c in result["all"] if c.startswith("budget")]
     header = f"{'kind':<11}{'q':>4}{'turns':>6}" + "".join(f"{c:>13}" for c in columns)
     lines = [header]
     for kind, row in result.items():
