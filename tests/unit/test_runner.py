@@ -146,3 +146,44 @@ async def test_an_albums_parts_are_one_call_gathered_until_none_more_comes(
     await runner.stop(grace=5)
     assert (tmp_path / INBOX).read_text() == ""  # every part done
     assert runner.handled == 6
+
+
+def stop_update(update_id: int, chat: int, draft_id: int) -> dict[str, Any]:
+    stopped = {"chat": {"id": chat, "type": "private"}, "draft_id": draft_id}
+    return {"update_id": update_id, "stopped_message_generation": stopped}
+
+
+async def test_a_stop_reaches_the_answer_while_its_turn_holds_the_chat(
+    journal: Journal, tmp_path: Path
+) -> None:
+    """Control updates take no lane and no turn: the turn they stop holds both. They are
+    never journaled; a stop for nothing in progress, or for another draft, is ignored."""
+    repository = MemoryRepository()
+    service = ConversationService(None, repository, consult_rounds=3, max_rounds=10)  # type: ignore[arg-type]
+    writing: asyncio.Queue[int] = asyncio.Queue()
+    stopped: asyncio.Queue[int] = asyncio.Queue()
+
+    async def answer(entry: Entry, *parts: Entry) -> None:
+        with service.stops.register(5, 10 + entry.update_id) as stop:
+            writing.put_nowait(entry.update_id)
+            await stop.wait()  # the answer goes on until the user stops it
+        stopped.put_nowait(entry.update_id)
+
+    runner = Runner(journal, answer, turns=service, repository=repository, stops=service.stops.stop)
+    await journal.start()
+    await runner.start()
+    try:
+        async with asyncio.timeout(10):
+            await journal.put([stop_update(1, 5, 12)])  # nothing in progress yet: ignored
+            await journal.put([text(2, 5, "plan my year"), text(3, 5, "and then?")])
+            assert await writing.get() == 2
+            await journal.put([stop_update(4, 5, 13), stop_update(5, 6, 12)])  # not this one
+            await journal.put([stop_update(6, 5, 12)])
+            assert await stopped.get() == 2
+            assert await writing.get() == 3  # the chat goes on: its next update, in turn
+            await journal.put([stop_update(7, 5, 13)])
+            assert await stopped.get() == 3
+        assert "stopped_message_generation" not in (tmp_path / INBOX).read_text()
+    finally:
+        await runner.stop(grace=5)
+        await journal.close()
