@@ -20,6 +20,7 @@ from membot.bot import texts
 from membot.core.prompt import STOPPED_NOTE
 from membot.memory.redis import RedisRepository
 from membot.roles.process import Process
+from tests import media_files
 from tests.conftest import RunningBot, StartBot
 from tests.e2e.helpers import meta, stored
 from tests.e2e.test_queue import queued
@@ -105,6 +106,27 @@ async def test_a_stopped_consultation_round_counts_as_answered(
     [answer] = (await tg.wait_for_messages(CHAT, 2))[1:]
     round_two = texts.ROUND.format(round=2, max_rounds=3).strip("_")
     assert answer.text == f"How many days a week?\n\n{round_two}"
+
+
+async def test_a_stop_before_the_model_wrote_anything_sends_the_label_alone(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    """A voice's draft shows what was heard before the model writes: Stop is there already."""
+    await start_bot()
+    llm.script_transcription("Plan my week, please.")
+    llm.script(Reply(content=ANSWER, pacing=SLOW))
+    llm.gate = asyncio.Event()  # the model's answer never starts
+    tg.push_voice(CHAT, data=media_files.ogg_voice(2.0), duration=2)
+    await llm.wait_for_in_flight(1)
+    draft = await first_draft(tg, CHAT)
+    assert draft.text == "Plan my week, please." and draft.can_stop
+    tg.press_stop(CHAT, draft.draft_id)
+    [final] = await tg.wait_for_messages(CHAT, 1)
+    assert final.text == f"Plan my week, please.\n\n{STOPPED}"
+    await llm.wait_until(lambda: llm.in_flight == 0, WITHIN, what="the model's call ended")
+    [user, answer] = stored(data_dir, CHAT)
+    assert user["content"] == "Plan my week, please."
+    assert (answer["content"], answer["stopped"]) == ("", True)
 
 
 async def test_a_stop_for_no_answer_in_progress_is_harmless(
