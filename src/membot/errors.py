@@ -9,6 +9,7 @@
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
     │   │                           another (core/turnlock.py; an API session's: 409)
+    │   ├── DraftSkipped            a draft not sent: the sending budget has none to spare
     │   └── SourceConflict          another process polls this bot (Telegram's 409)
     ├── Unavailable                 a server membot needs cannot be reached now
     │   ├── StorageUnavailable      the storage (Redis) did not answer (memory/base.py; the

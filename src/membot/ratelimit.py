@@ -8,6 +8,10 @@ of them at once. With Redis the state lives under `{REDIS_PREFIX}tg:rate:*` and 
 Redis's TIME, so processes on several machines pace one bot together; a 429 pauses the chat
 for all of them (`{REDIS_PREFIX}tg:pause:<chat>`). Without Redis, or while it fails, each
 process paces itself alone: a limit must never stop an answer.
+
+A draft (sendMessageDraft, an answer shown while it is written) is a call Telegram counts
+too, but only a preview: it takes from the bot-wide budget without ever waiting (`spare`),
+and only while that budget is at most half spent, so that drafts never hold up a message.
 """
 
 from __future__ import annotations
@@ -61,6 +65,13 @@ class Rates:
             bot=Rule.per_second(bot_rate, max(1, int(bot_rate))),
         )
 
+    def spare(self) -> list[tuple[str, Rule]]:
+        """The rule a draft goes by: the bot-wide budget, of which it may use only the first
+        half of the burst (at least one send is always left for messages)."""
+        rule = self.bot
+        keep = max(1, (rule.tolerance // rule.interval + 1) // 2)  # sends kept for messages
+        return [("bot", Rule(rule.interval, rule.tolerance - keep * rule.interval))]
+
     def for_chat(self, chat_id: int) -> list[tuple[str, Rule]]:
         """(key suffix, rule) of every limit a send to this chat counts against."""
         rules = [(f"chat:{chat_id}", self.chat), ("bot", self.bot)]
@@ -92,6 +103,10 @@ class SendLimits(Protocol):
     async def pause(self, chat_id: int, seconds: float) -> None:
         """Telegram said 429: nothing goes to the chat for that long."""
 
+    async def spare(self, chat_id: int) -> bool:
+        """For a send that may be skipped but must not wait (a draft): True when it is
+        counted and may go now (Rates.spare), False at once otherwise."""
+
 
 class LocalLimits:
     """One process's limits, on its monotonic clock."""
@@ -105,14 +120,14 @@ class LocalLimits:
     def _now(self) -> int:
         return int(self.clock() * US)
 
-    def try_acquire(self, chat_id: int) -> int:
+    def try_acquire(self, chat_id: int, rules: list[tuple[str, Rule]] | None = None) -> int:
         """µs to wait before trying again; 0: the send is counted and may go."""
         now = self._now()
         paused = self._paused.get(chat_id, 0) - now
         if paused > 0:
             return paused
         self._paused.pop(chat_id, None)
-        wait, new = gcra(self._state, self.rates.for_chat(chat_id), now)
+        wait, new = gcra(self._state, rules or self.rates.for_chat(chat_id), now)
         if wait <= 0:
             self._state.update(new)
             if len(self._state) > 10_000:  # keys whose time has passed carry no state
@@ -125,6 +140,9 @@ class LocalLimits:
             if wait <= 0:
                 return
             await asyncio.sleep(wait / US)  # the pace itself, not a wait for some event
+
+    async def spare(self, chat_id: int) -> bool:
+        return self.try_acquire(chat_id, self.rates.spare()) == 0
 
     async def pause(self, chat_id: int, seconds: float) -> None:
         until = self._now() + int(seconds * US)
@@ -184,9 +202,11 @@ class RedisLimits:
         self._pause = client.register_script(_PAUSE)
         self._degraded = False
 
-    async def try_acquire(self, chat_id: int, now: int | None = None) -> int:
+    async def try_acquire(
+        self, chat_id: int, now: int | None = None, rules: list[tuple[str, Rule]] | None = None
+    ) -> int:
         """µs to wait (0: counted). `now` (µs) replaces Redis's clock in tests."""
-        rules = self.rates.for_chat(chat_id)
+        rules = rules or self.rates.for_chat(chat_id)
         keys = [f"{self.prefix}tg:pause:{chat_id}"]
         args: list[int | str] = ["" if now is None else now]
         for suffix, rule in rules:
@@ -206,6 +226,15 @@ class RedisLimits:
             if wait <= 0:
                 return
             await asyncio.sleep(wait / US)
+
+    async def spare(self, chat_id: int, now: int | None = None) -> bool:
+        try:
+            wait = await self.try_acquire(chat_id, now, self.rates.spare())
+        except RedisError as exc:
+            self._fell_back(exc)
+            return await self.local.spare(chat_id)
+        self._shared_again()
+        return wait <= 0
 
     async def pause(self, chat_id: int, seconds: float) -> None:
         await self.local.pause(chat_id, seconds)

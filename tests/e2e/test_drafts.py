@@ -131,3 +131,26 @@ async def test_text_beside_a_tool_call_streams_into_the_draft(
     assert [m["role"] for m in turn] == ["user", "assistant", "tool", "assistant"]
     assert turn[1]["content"] == note and turn[3]["content"] == ANSWER
     assert llm.streams == 2
+
+
+async def test_a_tight_sending_budget_shows_fewer_drafts_and_every_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    # Two sends a second for the whole bot: drafts may use it only when both are free (half
+    # of it is kept for messages), and are skipped rather than waited for.
+    await start_bot(telegram_bot_rate=2.0)
+    chats = [CHAT + n for n in range(1, 5)]
+    llm.script(*(Reply(content=ANSWER, pacing=WRITING) for _ in chats))
+    for chat in chats:
+        tg.push_text(chat, "plan my week")
+    finals = [(await tg.wait_for_messages(chat, 1))[0] for chat in chats]
+    # Every answer arrived whole and was stored first.
+    assert all(m.text.startswith("Plan: step0") and m.text.endswith("step129.") for m in finals)
+    assert all(stored(data_dir, chat)[-1]["content"] == ANSWER for chat in chats)
+    # Four chats streaming 2.5 s each would see 3 drafts apiece with room to spare; here
+    # drafts went at most as fast as the bot's budget refills, half a second apart at least.
+    drafts = tg.drafts
+    assert 1 <= len(drafts) <= 6, [(d.chat_id, round(d.at, 2)) for d in drafts]
+    gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(drafts)]
+    assert all(gap >= 0.4 for gap in gaps), gaps
+    assert tg.call_count("sendMessageDraft") == len(drafts)  # skipped ones were never sent

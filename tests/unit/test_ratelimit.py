@@ -141,3 +141,44 @@ async def test_while_redis_fails_each_process_paces_itself(
         assert "paces itself" in warnings[0].getMessage()
     finally:
         await client.aclose()
+
+
+async def test_a_draft_takes_from_the_bots_budget_only_while_half_of_it_is_free() -> None:
+    clock = Clock()
+    limits = LocalLimits(rates(telegram_bot_rate=10), clock)
+    # Of a burst of ten, drafts may take five; never waiting, they are then refused at once.
+    drafts = [await limits.spare(chat) for chat in range(1, 8)]
+    assert drafts == [True] * 5 + [False] * 2
+    # The other half is left to messages, which go at once (chats of their own).
+    assert sum(sent_at_once(limits, chat) for chat in range(10, 20)) == 5
+    # Drafts do not count against a chat's own pace: its answer goes at once.
+    assert limits.try_acquire(1) > 0  # the bot's budget is spent now ...
+    clock.now += 1.0
+    assert sent_at_once(limits, 1) == 3  # ... and a second later the chat has its burst
+    # A chat paused by a 429 gets no drafts either.
+    await limits.pause(2, 5)
+    assert not await limits.spare(2) and await limits.spare(3)
+
+
+async def test_a_slow_bot_leaves_no_room_for_drafts() -> None:
+    clock = Clock()
+    for rate, drafts in ((1.0, 0), (2.0, 1)):
+        limits = LocalLimits(rates(telegram_bot_rate=rate), clock)
+        assert [await limits.spare(CHAT) for _ in range(3)].count(True) == drafts
+        assert limits.try_acquire(CHAT + 1) == 0  # a message still goes at once
+
+
+async def test_drafts_share_the_budget_through_redis(
+    clients: tuple[Redis, Redis], prefix: str
+) -> None:
+    one, two = (RedisLimits(c, prefix, rates(telegram_bot_rate=4)) for c in clients)
+    now = 5_000 * US
+    # Of the bot's burst of four, two for drafts, whichever process sends them.
+    assert [await one.spare(CHAT, now), await two.spare(CHAT + 1, now)] == [True, True]
+    assert not await one.spare(CHAT + 2, now)
+    assert await two.try_acquire(CHAT + 3, now) == 0  # messages have the rest
+    assert await one.try_acquire(CHAT + 4, now) == 0
+    assert await one.try_acquire(CHAT + 5, now) > 0
+    await two.pause(CHAT + 6, 3)
+    assert not await one.spare(CHAT + 6, now + 2 * US)
+    assert await one.spare(CHAT + 7, now + 2 * US)

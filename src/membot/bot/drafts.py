@@ -23,6 +23,7 @@ from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
 from aiogram.types import MessageEntity
 
 from membot.bot.render import render
+from membot.bot.throttle import DraftSkipped
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,9 @@ class Drafts:
                 if entities is None:
                     raise
                 await self._send(part.text, None)  # formatting refused: plain text
+        except DraftSkipped:  # the bot's budget is for messages first (bot/throttle.py)
+            self._next_at = time.monotonic() + INTERVAL
+            return
         except TelegramRetryAfter as exc:
             log.warning("chat %s: drafts paused %ss (flood control)", self.chat_id, exc.retry_after)
             self._next_at = time.monotonic() + exc.retry_after

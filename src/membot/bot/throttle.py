@@ -1,7 +1,12 @@
 """Pacing of what the bot sends (see membot.ratelimit), as an aiogram request middleware:
 every call that puts a message in a chat waits for its turn under Telegram's limits, and a
 429 pauses the chat (for every process, with QUEUE=redis) and is sent again after the pause.
-No answer is dropped because of a limit; it waits."""
+No answer is dropped because of a limit; it waits.
+
+A draft (sendMessageDraft) is the exception: a preview that is worth nothing late, so it
+never waits. It goes only when the bot-wide budget has room to spare (SendLimits.spare),
+and is otherwise skipped (DraftSkipped, before anything is sent); a 429 on a draft is the
+drafts' own business (bot/drafts.py), never sent again."""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from aiogram import methods
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
 from aiogram.exceptions import TelegramRetryAfter
 from aiogram.methods.base import TelegramType
+
+from membot.errors import Busy
 
 if TYPE_CHECKING:
     from aiogram import Bot
@@ -39,6 +46,10 @@ PACED: tuple[type[Any], ...] = (
 )
 
 
+class DraftSkipped(Busy):
+    """A draft not sent: the bot's sending budget has no room to spare for it now."""
+
+
 def paced_chat(method: object) -> int | None:
     if not isinstance(method, PACED):
         return None
@@ -56,6 +67,11 @@ class Throttle(BaseRequestMiddleware):
         bot: Bot,
         method: TelegramMethod[TelegramType],
     ) -> Response[TelegramType]:
+        draft_to = method.chat_id if isinstance(method, methods.SendMessageDraft) else None
+        if draft_to is not None:
+            if not await self.limits.spare(draft_to):
+                raise DraftSkipped("no room in the sending budget for a draft")
+            return await make_request(bot, method)
         chat_id = paced_chat(method)
         if chat_id is None:
             return await make_request(bot, method)
