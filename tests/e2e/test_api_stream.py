@@ -6,6 +6,8 @@ round is not counted)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -101,11 +103,16 @@ async def test_an_error_mid_stream_is_an_event_and_nothing_is_stored(
 
 
 async def test_a_client_gone_mid_stream_cancels_the_call_and_counts_no_round(
-    api: RunningApi, llm: FakeLLM
+    start_api: StartApi, llm: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="membot.api")
+    # A model allowed to think long (LLM_TIMEOUT), so that only the client's going ends it.
+    api = await start_api(llm_timeout=300.0)
     sid = await open_session(api, llm)
     before = api.stored(sid)
-    llm.script(Reply(content="слово " * 400, pacing=Pacing(chars=6, delay=0.01)))
+    # The model writes its first word at once, then thinks for two minutes: the client's
+    # going must be noticed in that pause, not at the next write.
+    llm.script(Reply(content="слово " * 400, pacing=Pacing(chars=6, delay=120.0)))
     body = {"message": "hammer", "sessionId": sid, "stream": True}
     async with api.client.http.post(
         api.client.base_url + "/api/chat",
@@ -119,6 +126,39 @@ async def test_a_client_gone_mid_stream_cancels_the_call_and_counts_no_round(
         assert parse_events(seen.split(b"\n\n")[0] + b"\n\n")[0][0] == "delta"
         response.close()  # the client goes away mid-answer
     await llm.wait_until(lambda: llm.streams_gone == 1, what="the model's stream to be closed")
+    # Closed before the model wrote another piece: its role chunk and first word, no more.
+    assert llm.chunks_sent == 2
+    assert await api.core.service.wait_idle(5.0)
+    assert api.stored(sid) == before
+    llm.script("Round two, after all.")
+    again = await api.client.chat({"message": "hammer", "sessionId": sid})
+    assert (again.status, again.body["round"]) == (200, 2)
+    # One log line for the request that went away (its stream had opened: 200).
+    [line] = [r.getMessage() for r in caplog.records if "code=CLIENT_GONE" in r.getMessage()]
+    assert "status=200" in line
+
+
+async def test_a_client_gone_before_a_plain_answer_cancels_the_call_too(
+    start_api: StartApi, llm: FakeLLM
+) -> None:
+    api = await start_api(llm_timeout=300.0)  # only the client's going ends the call
+    sid = await open_session(api, llm)
+    before = api.stored(sid)
+    llm.script(Reply(content="never sent", hang=True))  # the model would answer never
+    body = {"message": "hammer", "sessionId": sid}
+    request = asyncio.ensure_future(
+        api.client.http.post(
+            api.client.base_url + "/api/chat",
+            json=body,
+            headers={"Authorization": f"Bearer {API_TOKEN}"},
+        )
+    )
+    await llm.wait_for_in_flight(1)
+    request.cancel()  # the client gives up: its connection closes
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    # The model's call was closed with it (the fake's handler saw its client go).
+    await llm.wait_until(lambda: llm.in_flight == 0, what="the model's call to be closed")
     assert await api.core.service.wait_idle(5.0)
     assert api.stored(sid) == before
     llm.script("Round two, after all.")

@@ -255,6 +255,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
         self.pacing = Pacing()
         self.streams = 0
         self.streams_gone = 0
+        self.chunks_sent = 0  # streamed chunks written, over all streams
         self.in_flight = 0
         self.max_in_flight = 0
         self.gate: asyncio.Event | None = None
@@ -404,7 +405,9 @@ class FakeLLM(MediaEndpoints, LocalServer):
                 self.streams += 1
                 completion = self._completion(body, reply)
                 pacing = reply.pacing or self.pacing
-                return await send_stream(request, body, completion, pacing, self._gone)
+                return await send_stream(
+                    request, body, completion, pacing, self._gone, self._chunk_sent
+                )
             return self._render(body, reply)
         finally:
             self.in_flight -= 1
@@ -451,6 +454,9 @@ class FakeLLM(MediaEndpoints, LocalServer):
         )
         error = {"message": message, "type": kind, "param": None, "code": code or status}
         return web.json_response({"error": error}, status=status, headers=headers)
+
+    def _chunk_sent(self) -> None:
+        self.chunks_sent += 1
 
     async def _gone(self) -> None:
         self.streams_gone += 1

@@ -5,8 +5,8 @@ as OpenAI's `chat.completion.chunk` server-sent events, with the usage in one la
 Pacing is simulated model latency, not synchronisation: `first_delay` before the first
 piece, `delay` between pieces. A client that goes away mid-stream is noticed (the write
 fails, or the handler is cancelled: LocalServer cancels handlers of lost connections) and
-reported to `on_gone`; `fail_after` sends OpenRouter's mid-stream error after that many
-pieces instead of the rest.
+reported to `on_gone`; each chunk written is reported to `on_chunk`. `fail_after` sends
+OpenRouter's mid-stream error after that many pieces instead of the rest.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ async def send_stream(
     completion: dict[str, Any],
     pacing: Pacing,
     on_gone: Callable[[], Awaitable[None]],
+    on_chunk: Callable[[], None] = lambda: None,
 ) -> web.StreamResponse:
     usage = bool((body.get("stream_options") or {}).get("include_usage"))
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -80,6 +81,7 @@ async def send_stream(
                 await response.write(f"data: {json.dumps(error)}\n\n".encode())
                 break
             await response.write(f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
+            on_chunk()
         else:
             await response.write(b"data: [DONE]\n\n")
         await response.write_eof()

@@ -13,6 +13,7 @@ message text, system prompts or tokens.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -32,7 +33,7 @@ from membot.api.models import (
     parse_chat_request,
 )
 from membot.api.openapi import build_document
-from membot.api.stream import EventStream, answer_streaming
+from membot.api.stream import CLIENT_GONE, STREAM_OPEN, EventStream, answer_streaming
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.session_sweep import SessionSweeper, sweep_interval
@@ -87,7 +88,12 @@ class ApiServer:
     async def start(self) -> None:
         # A request in progress when the server closes gets as long as a turn may take.
         grace = shutdown_grace(self.settings)
-        self._runner = await listen(self.app, self.host, self.port, shutdown_timeout=grace)
+        # A client that disconnects cancels its request at once (aiohttp's handler
+        # cancellation): the turn is cancelled with it, which closes the model's stream and
+        # stores nothing (core/agent.py), however long until the next byte would be written.
+        self._runner = await listen(
+            self.app, self.host, self.port, shutdown_timeout=grace, handler_cancellation=True
+        )
         self.sweeper.start()
         log.info("HTTP API listening on %s", self.url)
 
@@ -171,6 +177,12 @@ class ApiServer:
         started = time.perf_counter()
         try:
             response = await handler(request)
+        except asyncio.CancelledError:
+            # Its client disconnected (or the server is closing): the turn was cancelled with
+            # the handler and stored nothing. Nobody reads an answer; the log line stays.
+            request[_CODE] = CLIENT_GONE
+            _log_request(request, 200 if request.get(STREAM_OPEN) else 499, started)
+            raise
         except ApiError as exc:
             response = _error_response(exc)
             request[_CODE] = exc.code.value
@@ -186,17 +198,21 @@ class ApiServer:
             log.debug("unexpected error", exc_info=True)
             response = _error_response(ApiError(ErrorCode.INTERNAL_ERROR))
             request[_CODE] = ErrorCode.INTERNAL_ERROR.value
-        log.info(
-            "%s %s status=%d session=%s round=%s code=%s duration=%.3fs",
-            request.method,
-            request.rel_url.raw_path[:100],  # still %-encoded: no line breaks in the log
-            response.status,
-            request.get(_SESSION, "-"),
-            request.get(_ROUND, "-"),
-            request.get(_CODE, "-"),
-            time.perf_counter() - started,
-        )
+        _log_request(request, response.status, started)
         return response
+
+
+def _log_request(request: web.Request, status: int, started: float) -> None:
+    log.info(
+        "%s %s status=%d session=%s round=%s code=%s duration=%.3fs",
+        request.method,
+        request.rel_url.raw_path[:100],  # still %-encoded: no line breaks in the log
+        status,
+        request.get(_SESSION, "-"),
+        request.get(_ROUND, "-"),
+        request.get(_CODE, "-"),
+        time.perf_counter() - started,
+    )
 
 
 def _digest(token: str) -> bytes:

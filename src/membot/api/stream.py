@@ -6,8 +6,10 @@
 
 The response opens (200) at the first piece, so whatever is found before it (a bad request,
 an unknown session, a model that refuses the call) is the usual JSON error with its status.
-A client that goes away is noticed at the next write: the write raises, the turn ends there,
-the model's stream is closed and nothing is stored, so a session's round is not counted.
+A client that goes away cancels the request at once (the server's handler cancellation,
+api/server.py), however long the model takes to write its next piece; a write that fails
+first (ConnectionResetError) ends it the same way. Either way the turn ends there, the
+model's stream is closed and nothing is stored, so a session's round is not counted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ log = logging.getLogger("membot.api")
 
 #: The log's code for a stream its client left before the end.
 CLIENT_GONE = "CLIENT_GONE"
+#: Set on a request once its stream has opened (its status, 200, is sent).
+STREAM_OPEN = web.RequestKey("membot_stream_open", bool)
 
 
 class EventStream:
@@ -55,6 +59,7 @@ class EventStream:
             response.charset = "utf-8"
             await response.prepare(self.request)
             self.response = response
+            self.request[STREAM_OPEN] = True
         payload = json.dumps(data, ensure_ascii=False)  # one line: json escapes line breaks
         await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
 
