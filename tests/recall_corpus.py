@@ -21,6 +21,7 @@ Where the search has `recall` (the excerpts within a budget that the model is sh
 #20), `budget` is the share of needed turns among the excerpts' lines at the default budget,
 `budget_all` of questions with all of them, `budget_turns` how many turns were shown; with
 another budget of N tokens the keys end in `:N` (`budget:500`).
+`uv run python -m tests.recall_corpus` prints the figures of the search as it is.
 """
 
 from __future__ import annotations
@@ -322,9 +323,9 @@ def period(question: Question) -> dict[str, datetime]:
     }
 
 
-def takes_periods(search: HistorySearch) -> bool:
-    """Whether this HistorySearch's `search` accepts `since`/`until` (#20 adds them)."""
-    parameters = inspect.signature(search.search).parameters
+def takes_periods(search: HistorySearch, method: str = "search") -> bool:
+    """Whether this HistorySearch's `search` (or `recall`) accepts `since`/`until` (#20)."""
+    parameters = inspect.signature(getattr(search, method)).parameters
     return "since" in parameters and "until" in parameters
 
 
@@ -356,14 +357,15 @@ async def measure(
 ) -> dict[str, dict[str, float]]:
     """Recall per kind and over all ("all"), at each k: see the module's docstring.
 
-        `periods`: pass dated questions' since/until to the search; by default when it takes
-        them. `budget`: measure `recall`'s excerpts too, at each of `budgets` (tokens; None: the
-    default); by default when there is a `recall`. Each kind
-        also gets `questions`, `turns` (needed turns) and `shown_turns@k`, the mean number of
-        distinct turns a search showed.
+    `periods`: pass dated questions' since/until to the search; by default when it takes
+    them. `budget`: measure `recall`'s excerpts too, at each of `budgets` (tokens; None: the
+    default); by default when there is a `recall`. Each kind also gets `questions`, `turns`
+    (needed turns) and `shown_turns@k`, the mean number of distinct turns a search showed.
     """
     dated = takes_periods(search) if periods is None else periods
+    # The budget's `recall` may take a period later than `search` does, or the other way.
     excerpts = hasattr(search, "recall") if budget is None else budget
+    dated_recall = periods if periods is not None else excerpts and takes_periods(search, "recall")
     tally: dict[str, dict[str, float]] = {}
     for question in questions:
         keywords = period(question) if dated else {}
@@ -373,7 +375,8 @@ async def measure(
             row["turns"] += len(question.needed)
         for tokens in budgets if excerpts else ():
             size: dict[str, Any] = {} if tokens is None else {"budget_tokens": tokens}
-            shown = excerpt_seqs(await search.recall(cid, question.text, **keywords, **size))
+            size |= period(question) if dated_recall else {}
+            shown = excerpt_seqs(await search.recall(cid, question.text, **size))
             have = sum(seq in shown for seq in question.needed)
             tail = "" if tokens is None else f":{tokens}"
             for kind in (question.kind, "all"):
@@ -425,3 +428,29 @@ def table(result: dict[str, dict[str, float]], ks: Sequence[int] = (5, 10)) -> s
         cells = "".join(f"{row[c]:>13.3f}" for c in columns)
         lines.append(f"{kind:<11}{int(row['questions']):>4}{int(row['turns']):>6}{cells}")
     return "\n".join(lines)
+
+
+async def _main() -> None:
+    import tempfile
+    from pathlib import Path
+
+    from membot.memory import FileRepository
+
+    recall_set = generate()
+    cid = ConversationId.telegram(-100_777)
+    with tempfile.TemporaryDirectory(prefix="membot-recall-") as tmp:
+        repo = FileRepository(Path(tmp))
+        try:
+            await build(repo, cid, recall_set)
+            result = await measure(HistorySearch(repo, Path(tmp)), cid, recall_set.questions)
+        finally:
+            await repo.close()
+    print(f"{len(recall_set.messages)} turns, {len(recall_set.questions)} questions")
+    print(table(result))
+
+
+if __name__ == "__main__":
+    # `uv run python -m tests.recall_corpus`: today's figures, for tuning search against.
+    import asyncio
+
+    asyncio.run(_main())
