@@ -14,15 +14,17 @@ import logging
 import sqlite3
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
+from membot.search.db import delete_index, is_damage
 from membot.search.excerpts import CANDIDATES, DEFAULT_BUDGET_TOKENS, Excerpt, gather
 from membot.search.hits import SearchHit
-from membot.search.store import delete_index, insert, is_damage, prepare, query
+from membot.search.store import index_summary, insert, prepare, query
 from membot.search.text import match_expression
 
 log = logging.getLogger(__name__)
@@ -53,17 +55,28 @@ class HistorySearch:
         # A validated id is the only way to a path: it never comes from user text.
         return self._root / cid.relative_path() / INDEX_FILE
 
-    async def search(self, cid: ConversationId, query: str, limit: int = 5) -> list[SearchHit]:
-        """The best `limit` (1..50) messages of the chat for `query`, best first."""
+    async def search(
+        self,
+        cid: ConversationId,
+        query: str,
+        limit: int = 5,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[SearchHit]:
+        """The best `limit` (1..50) rows of the chat for `query`, best first by relevance
+        (not recency): messages, documents' pieces, summaries and facts (SearchHit.kind).
+        since (inclusive) / until (exclusive): only rows dated in that period."""
         path = self.index_path(cid)
         match = match_expression(query)
         if match is None:
             return []
         limit = max(1, min(int(limit), MAX_LIMIT))
+        period = (since, until)
         started = time.perf_counter()
         async with self._lock(cid):
             try:
-                hits = await self._search_locked(cid, path, match, limit)
+                hits = await self._search_locked(cid, path, match, limit, period)
             except sqlite3.DatabaseError as exc:
                 if not is_damage(exc):
                     raise
@@ -73,7 +86,7 @@ class HistorySearch:
                     exc.sqlite_errorname,
                 )
                 await asyncio.to_thread(delete_index, path)
-                hits = await self._search_locked(cid, path, match, limit)
+                hits = await self._search_locked(cid, path, match, limit, period)
         log.debug(
             "%s: search returned %d hits in %.1f ms",
             cid,
@@ -87,12 +100,14 @@ class HistorySearch:
         cid: ConversationId,
         query: str,
         *,
+        since: datetime | None = None,
+        until: datetime | None = None,
         budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     ) -> list[Excerpt]:
-        """The best hits for `query` with their neighbours, merged into excerpts that stay
-        within `budget_tokens` (excerpts.py), best first."""
+        """The best hits for `query` (in since..until, as `search`) with their neighbours,
+        merged into excerpts that stay within `budget_tokens` (excerpts.py), best first."""
         match = match_expression(query)
-        hits = await self.search(cid, query, CANDIDATES)
+        hits = await self.search(cid, query, CANDIDATES, since=since, until=until)
         if match is None or not hits:
             return []
         async with self._lock(cid):  # not read while a reset drops the file
@@ -106,7 +121,12 @@ class HistorySearch:
             await asyncio.to_thread(delete_index, path)
 
     async def _search_locked(
-        self, cid: ConversationId, path: Path, match: str, limit: int
+        self,
+        cid: ConversationId,
+        path: Path,
+        match: str,
+        limit: int,
+        period: tuple[datetime | None, datetime | None],
     ) -> list[SearchHit]:
         meta = await self._repository.get_meta(cid)
         if meta.messages_total == 0:
@@ -116,11 +136,16 @@ class HistorySearch:
             return []
         # A reset conversation starts a new generation: the old index is of a dead past.
         generation = meta.generation
-        last_seq = await asyncio.to_thread(prepare, path, cid, generation, meta.messages_total)
-        if last_seq < meta.messages_total:
+        state = await asyncio.to_thread(prepare, path, cid, generation, meta.messages_total)
+        if state.last_seq < meta.messages_total:
             # Checked first because even a bisecting seek into a long archive costs a few ms.
-            await self._catch_up(cid, path, last_seq)
-        return await asyncio.to_thread(query, path, match, limit)
+            await self._catch_up(cid, path, state.last_seq)
+        if meta.summarized_upto > state.summary_upto:
+            # A summary made since the last search: a snapshot of what it added (entries.py).
+            summary = await self._repository.get_summary(cid)
+            first = state.summary_upto + 1
+            await asyncio.to_thread(index_summary, path, summary, first, meta.summarized_upto)
+        return await asyncio.to_thread(query, path, match, limit, *period)
 
     async def _catch_up(self, cid: ConversationId, path: Path, last_seq: int) -> None:
         started = time.perf_counter()

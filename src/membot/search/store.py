@@ -1,130 +1,56 @@
 """A chat's search index file: SQLite FTS5 (BM25) over stemmed text, in worker threads.
 
-Every function opens and closes its own connection, so a cancelled search can never leave a
-connection shared between an abandoned worker thread and the next caller. HistorySearch
-(index.py) decides when each runs, under the chat's lock.
+Every function opens and closes its own connection (db.py), so a cancelled search can never
+leave a connection shared between an abandoned worker thread and the next caller.
+HistorySearch (index.py) decides when each runs, under the chat's lock. The layout is in
+schema.py, the rows in neighbours.py and entries.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from membot.ids import ConversationId
 from membot.memory.models import Message, iso, parse_iso
+from membot.search.db import connect as _connect
+from membot.search.db import write as _write
+from membot.search.entries import add_facts, add_summary
 from membot.search.hits import SearchHit
-from membot.search.text import (
-    PREFIXES_COLUMN,
-    SENDER_COLUMN,
-    STEMS_COLUMN,
-    index_fields,
-    sender_field,
+from membot.search.lookup import query as query
+from membot.search.neighbours import Said, index_messages, tail
+from membot.search.schema import (
+    CHUNK_IDS,
+    INSERT_TERMS,
+    NO_NEIGHBOURS,
+    SCHEMA,
+    SCHEMA_VERSION,
 )
+from membot.search.text import index_fields, sender_field
 
 log = logging.getLogger(__name__)
 
-# Bumped whenever the schema or the text normalization changes: old files are rebuilt.
-SCHEMA_VERSION = 3  # 2: the sender column; 3: documents' text in chunks
-#: A document's chunks are rows of their own, id -(seq * CHUNK_IDS + n): apart from the
-#: messages' rows (id = seq), whatever the archive's length.
-CHUNK_IDS = 65_536
-# Damage that a rebuild cures; anything else (locked, disk full) is not ours to paper over.
-_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-_SIDE_FILES = ("-wal", "-shm", "-journal")
-STEMS_WEIGHT = 1.0
-PREFIXES_WEIGHT = 0.5
-# A message by the person a query names beats one that only addresses them.
-SENDER_WEIGHT = 8.0
 
-# Contentless FTS5 table: the stems are only ever matched, and the originals live in
-# `messages`. remove_diacritics 0: text.py already decided what a word is, and FTS5 must
-# not fold "й" into "и" behind its back.
-_SCHEMA = (
-    """CREATE TABLE state (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
-        generation TEXT NOT NULL,
-        last_seq INTEGER NOT NULL
-    )""",
-    """CREATE TABLE messages (
-        id INTEGER PRIMARY KEY,
-        seq INTEGER NOT NULL,
-        ts TEXT NOT NULL,
-        role TEXT NOT NULL,
-        name TEXT,
-        content TEXT NOT NULL
-    )""",
-    f"""CREATE VIRTUAL TABLE terms USING fts5(
-        {STEMS_COLUMN}, {PREFIXES_COLUMN}, {SENDER_COLUMN}, content='',
-        tokenize='unicode61 remove_diacritics 0'
-    )""",
-    # `rank` (what ORDER BY rank sorts by) is BM25 with per-column weights: a whole-stem
-    # match is the real evidence, a shared prefix only backs it up.
-    f"""INSERT INTO terms (terms, rank)
-        VALUES ('rank', 'bm25({STEMS_WEIGHT}, {PREFIXES_WEIGHT}, {SENDER_WEIGHT})')""",
-)
+class IndexState(NamedTuple):
+    """How far the index got: the last indexed seq and the summary's last covered seq."""
 
-_QUERY = """
-SELECT m.seq, m.ts, m.role, m.name, m.content, r.score
-FROM (
-    SELECT rowid AS id, -rank AS score
-    FROM terms WHERE terms MATCH ? ORDER BY rank LIMIT ?
-) AS r
-JOIN messages AS m ON m.id = r.id
-ORDER BY r.score DESC, m.seq DESC
-"""
+    last_seq: int
+    summary_upto: int
 
 
-def is_damage(exc: sqlite3.DatabaseError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    # Extended result codes (e.g. SQLITE_CORRUPT_VTAB) keep the primary code in the low byte.
-    return isinstance(code, int) and code & 0xFF in _CORRUPT_CODES
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
-    # The timeout covers an operator's `membot search` and the bot indexing the same chat.
-    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None)
-    try:
-        # NORMAL is safe with WAL: a power cut may lose the last commits, which the next
-        # search simply indexes again, but it never corrupts the file.
-        conn.execute("PRAGMA synchronous = NORMAL")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-@contextlib.contextmanager
-def _write(path: Path) -> Iterator[sqlite3.Connection]:
-    """A write transaction: committed when the block ends, rolled back if it raises."""
-    conn = _connect(path)
-    try:
-        # IMMEDIATE takes the write lock up front: two indexers never interleave.
-        conn.execute("BEGIN IMMEDIATE")
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.rollback()
-        raise
-    finally:
-        conn.close()
-
-
-def prepare(path: Path, cid: ConversationId, generation: str, messages_total: int) -> int:
-    """Make the index usable for this generation of the chat; return its last indexed seq."""
+def prepare(path: Path, cid: ConversationId, generation: str, messages_total: int) -> IndexState:
+    """Make the index usable for this generation of the chat; say how far it got."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _write(path) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         row = None
         if version == SCHEMA_VERSION:
-            row = conn.execute("SELECT generation, last_seq FROM state").fetchone()
+            row = conn.execute("SELECT generation, last_seq, summary_upto FROM state").fetchone()
         if row is not None and row[0] == generation and row[1] <= messages_total:
-            return int(row[1])
+            return IndexState(int(row[1]), int(row[2]))
         if row is None:
             log.info("%s: building the search index", cid)
         else:
@@ -133,7 +59,7 @@ def prepare(path: Path, cid: ConversationId, generation: str, messages_total: in
         conn.execute("DROP TABLE IF EXISTS terms")
         conn.execute("DROP TABLE IF EXISTS messages")
         conn.execute("DROP TABLE IF EXISTS state")
-        for statement in _SCHEMA:
+        for statement in SCHEMA:
             conn.execute(statement)
         conn.execute("INSERT INTO state (id, generation, last_seq) VALUES (1, ?, 0)", (generation,))
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -143,7 +69,7 @@ def prepare(path: Path, cid: ConversationId, generation: str, messages_total: in
         conn.execute("PRAGMA journal_mode = WAL")
     finally:
         conn.close()
-    return 0
+    return IndexState(0, 0)
 
 
 def insert(
@@ -151,74 +77,43 @@ def insert(
 ) -> int:
     """Index a batch in one transaction; return how many messages became searchable.
     `chunks`: the pieces of the documents a message brought (by seq), each a row of its own
-    shown as the message's."""
+    shown as the message's. The facts the batch's `remember` calls kept become entries."""
     with _write(path) as conn:
         # Re-read under the write lock: another process may have indexed these meanwhile.
         (last_seq,) = conn.execute("SELECT last_seq FROM state").fetchone()
         fresh = [m for m in messages if m.seq > last_seq]
         # Tool results are the bot's plumbing, not the conversation; blank texts match nothing.
-        rows = [(m.seq, m, m.content) for m in fresh if m.role != "tool" and m.content.strip()]
-        for m in fresh:
-            pieces = (chunks or {}).get(m.seq, ())
-            rows += [
-                (-(m.seq * CHUNK_IDS + n), m, p) for n, p in enumerate(pieces[: CHUNK_IDS - 1], 1)
-            ]
+        said = [m for m in fresh if m.role != "tool" and m.content.strip()]
+        before = tail(conn)
+        rows = [(m.seq, m, m.content) for m in said]
+        pieces = [
+            (-(m.seq * CHUNK_IDS + n), m, piece)
+            for m in fresh
+            for n, piece in enumerate((chunks or {}).get(m.seq, ())[: CHUNK_IDS - 1], 1)
+        ]
         conn.executemany(
             "INSERT INTO messages (id, seq, ts, role, name, content) VALUES (?, ?, ?, ?, ?, ?)",
-            [(i, m.seq, iso(m.ts), m.role, m.name, text) for i, m, text in rows],
+            [(i, m.seq, iso(m.ts), m.role, m.name, text) for i, m, text in rows + pieces],
         )
+        index_messages(conn, before, [Said(m.seq, m.name, m.content) for m in said])
+        # A chunk stands alone: a document's pages are not the conversation around it.
         conn.executemany(
-            f"INSERT INTO terms (rowid, {STEMS_COLUMN}, {PREFIXES_COLUMN}, {SENDER_COLUMN}) "
-            "VALUES (?, ?, ?, ?)",
-            [(i, *index_fields(text), sender_field(m.name)) for i, m, text in rows],
+            INSERT_TERMS,
+            [
+                (i, *index_fields(text), sender_field(m.name), *NO_NEIGHBOURS)
+                for i, m, text in pieces
+            ],
         )
+        add_facts(conn, fresh)
         if fresh:
             conn.execute("UPDATE state SET last_seq = ?", (max(m.seq for m in fresh),))
-        return len(rows)
+        return len(rows) + len(pieces)
 
 
-def query(path: Path, match: str, limit: int) -> list[SearchHit]:
-    conn = _connect(path)
-    try:
-        hits = [_hit(*row) for row in conn.execute(_QUERY, (match, limit)).fetchall()]
-        return [_with_context(conn, hit) for hit in hits]
-    finally:
-        conn.close()
-
-
-def _hit(seq: int, ts: str, role: str, name: str | None, content: str, score: float) -> SearchHit:
-    return SearchHit(int(seq), parse_iso(ts), str(role), name, str(content), float(score))
-
-
-def _asks(hit: SearchHit) -> bool:
-    return hit.content.rstrip().endswith("?")
-
-
-def _speaker(hit: SearchHit) -> tuple[str, str | None]:
-    return (hit.role, hit.name)
-
-
-def _with_context(conn: sqlite3.Connection, hit: SearchHit) -> SearchHit:
-    """A question's answer, or an answer's question, comes with the hit: the words of a
-    question often find the question, while the fact is in the reply (and the other way)."""
-    rows = conn.execute(
-        "SELECT seq, ts, role, name, content, 0 FROM messages WHERE id IN (?, ?) ORDER BY seq",
-        (hit.seq - 1, hit.seq + 1),
-    ).fetchall()
-    near = {h.seq: h for h in (_hit(*row) for row in rows)}
-    context = []
-    before, after = near.get(hit.seq - 1), near.get(hit.seq + 1)
-    if before is not None and _asks(before) and _speaker(before) != _speaker(hit):
-        context.append(before)
-    if after is not None and _asks(hit) and _speaker(after) != _speaker(hit):
-        context.append(after)
-    return replace(hit, context=tuple(context)) if context else hit
-
-
-def delete_index(path: Path) -> None:
-    for candidate in (path, *(path.with_name(path.name + suffix) for suffix in _SIDE_FILES)):
-        with contextlib.suppress(FileNotFoundError):
-            candidate.unlink()
+def index_summary(path: Path, text: str, first: int, last: int) -> None:
+    """Index the chat's summary as an entry covering messages first..last (see entries.py)."""
+    with _write(path) as conn:
+        add_summary(conn, text, first, last)
 
 
 # -- what excerpts.py reads around a hit (the budget's side of this file) --------------------

@@ -15,19 +15,21 @@ from functools import lru_cache
 # PyStemmer installed (a dependency) it hands out PyStemmer's C stemmers: ~150x faster.
 import snowballstemmer  # type: ignore[import-untyped]
 
+from membot.search.schema import (
+    NEIGHBOUR_COLUMNS,
+    PREFIXES_COLUMN,
+    SENDER_COLUMN,
+    STEMS_COLUMN,
+)
+
 # Letters and digits only: FTS5's unicode61 tokenizer also splits on "_" and punctuation, so
 # anything wider here would be split again inside FTS5 and index and query could disagree.
 _WORD = re.compile(r"[^\W_]+")
 _CYRILLIC = re.compile(r"[а-я]")
 _LATIN = re.compile(r"[a-z]")
 
-# The FTS5 columns (see index.py) and how many first letters make a Cyrillic prefix term:
-# five keeps most Russian roots whole while ignoring the endings that inflection changes.
-STEMS_COLUMN = "stems"
-PREFIXES_COLUMN = "prefixes"
-# Who wrote the message (the stems of the sender's name): "what did Anna say" matches Anna's
-# own messages here, and only mentions of her in the stems column.
-SENDER_COLUMN = "sender"
+# How many first letters make a Cyrillic prefix term: five keeps most Russian roots whole
+# while ignoring the endings that inflection changes.
 PREFIX_LENGTH = 5
 
 # Function words that match most of a long archive: they cost query time and add nothing to
@@ -135,6 +137,7 @@ def match_expression(query: str) -> str | None:
         stem = _quote(_stem(word))
         parts.append(f"{STEMS_COLUMN} : {stem}")
         parts.append(f"{SENDER_COLUMN} : {stem}")
+        parts += [f"{column} : {stem}" for column in NEIGHBOUR_COLUMNS]
         prefix = _prefix(word)
         if prefix:
             parts.append(f"{PREFIXES_COLUMN} : {_quote(prefix)}")

@@ -1,0 +1,139 @@
+"""Reading a chat's index for a query: the best rows, best first, as SearchHits.
+
+store.query is this module's query (the name the rest of membot uses).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from membot.memory.models import iso, parse_iso
+from membot.search.db import connect
+from membot.search.hits import SearchHit
+from membot.search.schema import ENTRY_IDS, OWN_RANK
+
+_COLUMNS = "m.seq, m.ts, m.role, m.name, m.content, m.id, m.kind, m.upto"
+# `own`: the score of the row's own words (and sender) alone; 0 when only its neighbours'
+# words matched. Computed for the rows returned only.
+_QUERY = f"""
+SELECT {_COLUMNS}, r.score, r.own
+FROM (
+    SELECT rowid AS id, -rank AS score, -{OWN_RANK.format(table="terms")} AS own
+    FROM terms WHERE terms MATCH ? ORDER BY rank LIMIT ?
+) AS r
+JOIN messages AS m ON m.id = r.id
+ORDER BY r.score DESC, m.seq DESC
+"""
+# A period: the rows outside it are dropped before the best are picked. CROSS JOIN keeps the
+# full-text match the outer loop (one lookup of a ts per match): scanning a long period's
+# rows and matching each would be far slower.
+_QUERY_PERIOD = f"""
+SELECT {_COLUMNS}, -t.rank AS score, -{OWN_RANK.format(table="t.terms")} AS own
+FROM terms AS t CROSS JOIN messages AS m
+WHERE t.terms MATCH ? AND m.id = t.rowid AND m.ts >= ? AND m.ts < ?
+ORDER BY t.rank, m.seq DESC LIMIT ?
+"""
+# Far outside any archive's dates, and in the same text form as iso().
+_EARLIEST = "0001-01-01T00:00:00.000Z"
+_LATEST = "9999-12-31T23:59:59.999Z"
+
+
+def query(
+    path: Path,
+    match: str,
+    limit: int,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[SearchHit]:
+    """The best `limit` rows for an FTS5 MATCH expression, best first; with since (inclusive)
+    and/or until (exclusive), only rows dated in that period. Naive datetimes are UTC.
+
+    A message found only through its neighbour columns, next to a message found by its own
+    words, is left out: it is that message's neighbour, which whoever shows a hit in its
+    context shows anyway, and it would take the place of a hit of its own (and a long message
+    must not be outranked by its short neighbours, whose columns hold only its first words)."""
+    conn = connect(path)
+    try:
+        # Twice as many candidates: room for the ones left out.
+        if since is None and until is None:
+            rows = conn.execute(_QUERY, (match, 2 * limit)).fetchall()
+        else:
+            period = (_bound(since, _EARLIEST), _bound(until, _LATEST))
+            rows = conn.execute(_QUERY_PERIOD, (match, *period, 2 * limit)).fetchall()
+        ranked = [(_hit(*row[:9]), bool(row[9])) for row in rows]
+        # The messages found by their own words: the sources of their neighbours' matches.
+        own = {hit.seq for hit, mine in ranked if mine and hit.kind == "message"}
+        hits = [
+            hit
+            for hit, mine in ranked
+            if mine or hit.kind != "message" or not own & _beside(conn, hit.seq)
+        ][:limit]
+        return [_with_context(conn, hit) if hit.kind == "message" else hit for hit in hits]
+    finally:
+        conn.close()
+
+
+def _beside(conn: sqlite3.Connection, seq: int) -> set[int]:
+    """The indexed messages just before and after `seq` (tool results are not indexed)."""
+    before = conn.execute("SELECT MAX(id) FROM messages WHERE id > 0 AND id < ?", (seq,))
+    after = conn.execute("SELECT MIN(id) FROM messages WHERE id > ? AND id < ?", (seq, ENTRY_IDS))
+    return {int(row[0]) for row in (before.fetchone(), after.fetchone()) if row[0] is not None}
+
+
+def _bound(when: datetime | None, default: str) -> str:
+    if when is None:
+        return default
+    return iso(when if when.tzinfo is not None else when.replace(tzinfo=UTC))
+
+
+def _hit(
+    seq: int,
+    ts: str,
+    role: str,
+    name: str | None,
+    content: str,
+    rowid: int = 0,
+    kind: str | None = None,
+    upto: int | None = None,
+    score: float = 0.0,
+) -> SearchHit:
+    if kind is None:
+        kind = "document" if rowid < 0 else "message"
+    return SearchHit(
+        int(seq),
+        parse_iso(ts),
+        str(role),
+        name,
+        str(content),
+        float(score),
+        kind=kind,
+        covers=(int(seq), int(upto)) if upto is not None else None,
+    )
+
+
+def _asks(hit: SearchHit) -> bool:
+    return hit.content.rstrip().endswith("?")
+
+
+def _speaker(hit: SearchHit) -> tuple[str, str | None]:
+    return (hit.role, hit.name)
+
+
+def _with_context(conn: sqlite3.Connection, hit: SearchHit) -> SearchHit:
+    """A question's answer, or an answer's question, comes with the hit: the words of a
+    question often find the question, while the fact is in the reply (and the other way)."""
+    rows = conn.execute(
+        "SELECT seq, ts, role, name, content FROM messages WHERE id IN (?, ?) ORDER BY seq",
+        (hit.seq - 1, hit.seq + 1),
+    ).fetchall()
+    near = {h.seq: h for h in (_hit(*row) for row in rows)}
+    context = []
+    before, after = near.get(hit.seq - 1), near.get(hit.seq + 1)
+    if before is not None and _asks(before) and _speaker(before) != _speaker(hit):
+        context.append(before)
+    if after is not None and _asks(hit) and _speaker(after) != _speaker(hit):
+        context.append(after)
+    return replace(hit, context=tuple(context)) if context else hit
