@@ -9,8 +9,10 @@ into the draft and is then sent as its own message, as without drafts."""
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
+from membot.bot.drafts import FIRST_AFTER
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply
@@ -154,3 +156,17 @@ async def test_a_tight_sending_budget_shows_fewer_drafts_and_every_answer(
     gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(drafts)]
     assert all(gap >= 0.4 for gap in gaps), gaps
     assert tg.call_count("sendMessageDraft") == len(drafts)  # skipped ones were never sent
+
+
+async def test_no_draft_in_the_first_moments_of_an_answer(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    # A fast model's answer is done within them: a draft the message replaces a moment
+    # later would be a Bot API call for nothing (bot/drafts.py FIRST_AFTER).
+    await start_bot()
+    llm.script(Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.025)))  # writing at once
+    pushed_at = time.monotonic()
+    [answer] = await ask(tg, CHAT, "plan my week")
+    drafts = tg.drafts_to(CHAT)
+    assert drafts and drafts[0].at - pushed_at >= FIRST_AFTER
+    assert answer.startswith("Plan: step0") and stored(data_dir, CHAT)[-1]["content"] == ANSWER

@@ -28,6 +28,9 @@ from membot.bot.throttle import DraftSkipped
 log = logging.getLogger(__name__)
 
 INTERVAL = 1.0  # seconds between two drafts of one answer, at least
+# No draft before the stream has run this long: a fast model's answer is done by then, and
+# a draft replaced by the message a moment later is a Bot API call for nothing.
+FIRST_AFTER = 0.3
 MIN_NEW = 24  # characters that make a new draft worth sending
 BACKOFF = 5.0  # seconds the drafts pause after a failure that was not a 429
 TYPING_EVERY = 5.0  # Telegram shows "typing…" for about 5 s
@@ -52,6 +55,7 @@ class Drafts:
         self.sent = 0  # drafts Telegram accepted
         self._shown = 0  # len(self.text) when the last draft was sent
         self._next_at = 0.0  # time.monotonic() before which no draft is sent
+        self._start_at = time.monotonic() + FIRST_AFTER  # ... nor before this one
         self._closed = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()  # one draft in flight; `reset` and `close` wait for it
@@ -72,6 +76,7 @@ class Drafts:
     def head(self, quote: str) -> None:
         """A quotation above the answer, shown at once (never raises, never waits)."""
         self.quote = quote
+        self._start_at = 0.0  # what was heard is shown at once
         self._wake.set()
 
     async def reset(self) -> None:
@@ -120,7 +125,7 @@ class Drafts:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
                 continue
-            wait = self._next_at - now
+            wait = max(self._next_at, self._start_at) - now
             if wait > 0:  # pacing, not synchronisation: Telegram's limit on drafts
                 await asyncio.sleep(min(wait, TYPING_EVERY))
                 continue
