@@ -222,7 +222,8 @@ among the turns the hits bring along as context, which the model is shown too ("
 The index was built in [[100k messages|index build (first search)]]
 ([[100k messages|index build (first search)|verdict]]) and takes
 [[100k messages|index size]]. Queries took [[100k messages|query latency p50]] (p50) and
-[[100k messages|query latency p99]] (p99, [[100k messages|query latency p99|verdict]]); a
+[[100k messages|query latency p99]] (p99, [[100k messages|query latency p99|verdict]]),
+[[100k messages|query latency p99, within a period]] (p99) within a period (since/until); a
 search after 20 new messages [[100k messages|search after 20 new messages]]
 ([[100k messages|search after 20 new messages|verdict]]). Recall@5 was
 [[100k messages|recall@5 (planted facts)]] at 100,000 messages and

@@ -11,6 +11,7 @@ import random
 import statistics
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 
 from tests.search_corpus import Conversation, generate_conversation, recall_at_k
@@ -109,6 +110,19 @@ async def _run(root: Path) -> list[Row]:
             latencies.append((time.perf_counter() - started) * 1000)
         rows.append(_row(case, "query latency p50", statistics.median(latencies), "ms", "-"))
         rows.append(_row(case, "query latency p99", _percentile(latencies, 99), "ms", "< 50 ms"))
+        # The same queries within a period (since/until, as search_history passes them): a
+        # random stretch of the chat, from a day to its whole length.
+        first, last = conversation.messages[0].ts, conversation.messages[-1].ts
+        rng = random.Random(11)
+        latencies = []
+        for query in _queries(conversation, QUERIES):
+            since = first + (last - first) * rng.random()
+            until = since + max((last - since) * rng.random(), timedelta(days=1))
+            started = time.perf_counter()
+            await search.search(CHAT_ID, query, 5, since=since, until=until)
+            latencies.append((time.perf_counter() - started) * 1000)
+        p99 = _percentile(latencies, 99)
+        rows.append(_row(case, "query latency p99, within a period", p99, "ms", "< 50 ms"))
 
         fresh = [
             Message(role="user" if i % 2 == 0 else "assistant", content=f"new message {i}")
