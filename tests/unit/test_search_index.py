@@ -64,6 +64,10 @@ def small_talk(count: int, day: int = 0) -> list[Message]:
     ]
 
 
+LEASE_FILE = "0123456789abcdef0123456789abcdef.txt"
+LEASE = Attachment(kind="document", file=LEASE_FILE, name="lease.txt")
+
+
 def conversation() -> list[Message]:
     return [
         said("Anna", "How was the concert yesterday?"),
@@ -76,6 +80,9 @@ def conversation() -> list[Message]:
         said("Anna", "the deposit for the flat is due on Friday", day=2),
         *remember("The flat's deposit is due on Friday", "c2", day=2),
         said("Boris", "I will transfer my half tonight", day=2, minute=5),
+        # A document's pieces are rows of their own, nobody's neighbours.
+        Message(role="user", content="the lease", name="Anna", attachments=(LEASE,), ts=T0),
+        said("Carla", "thanks, reading it", day=2, minute=9),
     ]
 
 
@@ -96,6 +103,8 @@ async def test_one_message_at_a_time_indexes_exactly_what_one_batch_does(
     repo: FileRepository, search: HistorySearch
 ) -> None:
     messages = conversation()
+    for cid in (CHAT, OTHER):
+        await repo.put_file(cid, LEASE_FILE, b"The deposit is two months of rent.")
     await repo.append(CHAT, messages)
     await search.search(CHAT, "concert")
     for message in messages:
@@ -105,6 +114,14 @@ async def test_one_message_at_a_time_indexes_exactly_what_one_batch_does(
     batch, single = dump(search.index_path(CHAT)), dump(search.index_path(OTHER))
     assert single == batch
     assert len(batch[0]) > 100
+    # The same scores too: BM25 also reads the rows' lengths and the average.
+    for query in ("concert album", "painting watercolours", "deposit Friday", "Boris half"):
+        hits = [await search.search(cid, query, 10) for cid in (CHAT, OTHER)]
+        assert [(h.seq, h.kind, h.score) for h in hits[0]] == [
+            (h.seq, h.kind, h.score) for h in hits[1]
+        ]
+    kinds = {hit.kind for hit in await search.search(OTHER, "deposit flat months rent", 10)}
+    assert kinds == {"message", "document", "fact"}
 
 
 async def test_the_answer_is_found_by_the_words_of_the_question_before_it(
