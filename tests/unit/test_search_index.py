@@ -42,7 +42,7 @@ def bot(text: str, day: int = 0, minute: int = 0) -> Message:
     return Message(role="assistant", content=text, ts=T0 + timedelta(days=day, minutes=minute))
 
 
-def remember(fact: str, call_id: str, day: int = 0) -> list[Message]:
+def remember(fact: str, call_id: str, day: int = 0, result: str = "") -> list[Message]:
     """A turn's tool use as the agent stores it: the call, then the tool's result."""
     arguments = json.dumps({"fact": fact})
     call = {
@@ -53,7 +53,7 @@ def remember(fact: str, call_id: str, day: int = 0) -> list[Message]:
     ts = T0 + timedelta(days=day, minutes=1)
     return [
         Message(role="assistant", content="", tool_calls=(call,), ts=ts),
-        Message(role="tool", content=f"Remembered: {fact}", tool_call_id=call_id, ts=ts),
+        Message(role="tool", content=result or f"Remembered: {fact}", tool_call_id=call_id, ts=ts),
     ]
 
 
@@ -217,6 +217,12 @@ async def test_a_fact_kept_with_remember_is_an_entry_pointing_at_its_turn(
     assert deposit.content == "The flat's deposit is due on Friday"
     assert deposit.ts == T0 + timedelta(days=2, minutes=1)
     assert deposit.covers == (deposit.seq, deposit.seq)
+    # A call that failed kept nothing: no entry.
+    refused = "Error: 100 facts are already kept; forget some first"
+    await repo.append(
+        CHAT, [said("Anna", "remember my cat is Murzik", day=3), *remember("cat", "c3", 3, refused)]
+    )
+    assert {h.kind for h in await search.search(CHAT, "cat Murzik", 10)} == {"message"}
     hits = await search.search(CHAT, "deposit flat", 10)
     assert next(h for h in hits if h.kind == "message").seq == deposit.seq
 
