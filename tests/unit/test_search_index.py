@@ -17,6 +17,7 @@ from membot.memory import FileRepository, Message
 from membot.memory.attachment import Attachment
 from membot.search import HistorySearch, SearchHit
 from membot.search.schema import SCHEMA_VERSION
+from membot.search.store import index_summary
 
 CHAT = ConversationId.telegram(42)
 OTHER = ConversationId.telegram(43)
@@ -248,6 +249,10 @@ async def test_each_summary_is_an_entry_covering_the_messages_it_added(
         ((1, 10), first),
         ((11, 24), second),
     ]
+    # Another process that saw the same summary does not index it twice.
+    index_summary(search.index_path(CHAT), second, 24)
+    again = [h for h in await search.search(CHAT, "deposit painting", 10) if h.kind == "summary"]
+    assert len(again) == 2
     # The index is a cache: rebuilt, it knows only the current summary, covering all.
     conn = sqlite3.connect(search.index_path(CHAT))
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")

@@ -65,14 +65,19 @@ def add_facts(conn: sqlite3.Connection, messages: Sequence[Message]) -> None:
             _add(conn, FACT, fact, seq, seq, message.ts)
 
 
-def add_summary(conn: sqlite3.Connection, text: str, first: int, last: int) -> None:
-    """Index a summary covering messages first..last, dated by the last one it covers (so a
-    period finds the summary of what happened in it)."""
+def add_summary(conn: sqlite3.Connection, text: str, last: int) -> None:
+    """Index the summary of messages up to `last` as covering the ones after the last summary
+    indexed, dated by the last one it covers (so a period finds the summary of what happened
+    in it). Once: the state is read again under the write lock, as another process (the bot,
+    an operator's `membot search`) may have indexed it meanwhile."""
+    (upto,) = conn.execute("SELECT summary_upto FROM state").fetchone()
+    if upto >= last:
+        return
     row = conn.execute(
         "SELECT ts FROM messages WHERE id > 0 AND id <= ? ORDER BY id DESC LIMIT 1", (last,)
     ).fetchone()
     if row is not None and text.strip():
-        _add_at(conn, SUMMARY, text, first, last, str(row[0]))
+        _add_at(conn, SUMMARY, text, upto + 1, last, str(row[0]))
     conn.execute("UPDATE state SET summary_upto = ?", (last,))
 
 

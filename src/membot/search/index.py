@@ -143,8 +143,7 @@ class HistorySearch:
         if meta.summarized_upto > state.summary_upto:
             # A summary made since the last search: a snapshot of what it added (entries.py).
             summary = await self._repository.get_summary(cid)
-            first = state.summary_upto + 1
-            await asyncio.to_thread(index_summary, path, summary, first, meta.summarized_upto)
+            await asyncio.to_thread(index_summary, path, summary, meta.summarized_upto)
         return await asyncio.to_thread(query, path, match, limit, *period)
 
     async def _catch_up(self, cid: ConversationId, path: Path, last_seq: int) -> None:

@@ -110,10 +110,10 @@ def insert(
         return len(rows) + len(pieces)
 
 
-def index_summary(path: Path, text: str, first: int, last: int) -> None:
-    """Index the chat's summary as an entry covering messages first..last (see entries.py)."""
+def index_summary(path: Path, text: str, last: int) -> None:
+    """Index the chat's summary, made up to message `last`, as an entry (see entries.py)."""
     with _write(path) as conn:
-        add_summary(conn, text, first, last)
+        add_summary(conn, text, last)
 
 
 # -- what excerpts.py reads around a hit (the budget's side of this file) --------------------
