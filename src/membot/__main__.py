@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     search.add_argument(
         "--budget", type=int, help="tokens to show (default: SEARCH_BUDGET_TOKENS, as the bot)"
     )
+    search.add_argument("--since", metavar="DATE", help="only from this day on (2025-06-01)")
+    search.add_argument("--until", metavar="DATE", help="only up to this day, inclusive")
     search.add_argument("--json", action="store_true", help="print the excerpts as JSON")
     search.add_argument(
         "--data-dir", type=Path, help="default: $DATA_DIR, else DATA_DIR in ./.env, else data"
@@ -80,7 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         from membot.search.cli import run_search
 
         return run_search(
-            args.chat_id, args.query, budget=args.budget, as_json=args.json, data_dir=args.data_dir
+            args.chat_id,
+            args.query,
+            budget=args.budget,
+            since=args.since,
+            until=args.until,
+            as_json=args.json,
+            data_dir=args.data_dir,
         )
 
     from membot.config import ConfigError, load_settings, masked, setup_logging

@@ -6,6 +6,7 @@
     ├── InvalidConversationId       an id that no path or key may be made from (ValueError)
     ├── InvalidFileKey              a conversation file's key not made by membot (ValueError)
     ├── CorruptRecord               a stored line that cannot be read back (ValueError)
+    ├── BadPeriod                   a search's since/until that is not a date (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
     │   │                           another (core/turnlock.py; an API session's: 409)

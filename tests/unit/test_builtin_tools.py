@@ -4,7 +4,7 @@ and the calculator behind `calculate`."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -210,7 +210,11 @@ async def stored_chat(repo: FileRepository) -> None:
             Message(role="user", content="My sister Olga lives in Kazan", ts=start, name="Anna"),
             Message(role="assistant", content="Kazan is a lovely city!", ts=start),
             *(
-                Message(role="user", content=f"small talk {i}" + " about zebras" * (i % 4 == 0))
+                Message(
+                    role="user",
+                    content=f"small talk {i}" + " about zebras" * (i % 4 == 0),
+                    ts=start + timedelta(days=1),
+                )
                 for i in range(300)
             ),
         ],
@@ -225,8 +229,9 @@ async def test_search_history_shows_dated_excerpts_within_the_budget(
     ctx = TurnContext(conversation=CHAT, repository=repo, search=search, clock=at_noon)
     executor = ToolExecutor(builtin, timeout=5)
     [result] = await executor.run([call("search_history", {"query": "where is Olga"})], ctx)
-    assert result.content.splitlines()[2:] == [
-        "--- 2025-03-01 (3 months ago) ---",
+    header, *lines = result.content.split("\n\n")[1].splitlines()
+    assert header.startswith("--- 2025-03-01") and header.endswith(" (3 months ago) ---")
+    assert lines[:2] == [
         "[2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan",
         "[2025-03-01 14:02] assistant: Kazan is a lovely city!",
     ]
@@ -238,3 +243,60 @@ async def test_search_history_shows_dated_excerpts_within_the_budget(
     [narrow] = await executor.run([call("search_history", {"query": "zebras"})], small)
     assert 500 * 3 >= len(narrow.content) > 1000
     assert 2000 * 3 >= len(wide.content) > 5000  # about 30 short excerpts
+
+
+async def test_search_history_in_a_period(repo: FileRepository, tmp_path: Path) -> None:
+    def said(day: datetime, text: str) -> list[Message]:
+        # Each with a reply that does not say it: shown after it, whatever the period.
+        return [
+            Message(role="user", content=text, ts=day, name="Anna"),
+            Message(role="assistant", content="Noted.", ts=day),
+        ]
+
+    await repo.append(
+        CHAT,
+        [
+            *said(datetime(2025, 3, 1, 9, tzinfo=UTC), "the boiler broke again"),
+            *said(datetime(2025, 6, 1, 0, 0, tzinfo=UTC), "the boiler was fixed in June"),
+            *said(datetime(2025, 8, 31, 23, 59, tzinfo=UTC), "boiler serviced, end of summer"),
+            *said(datetime(2025, 9, 1, 0, 0, tzinfo=UTC), "the boiler is fine in autumn"),
+        ],
+    )
+    ctx = TurnContext(
+        conversation=CHAT, repository=repo, search=HistorySearch(repo, tmp_path), clock=at_noon
+    )
+
+    async def found(**period: str) -> list[str]:
+        [result] = await ToolExecutor(builtin, timeout=5).run(
+            [call("search_history", {"query": "boiler", **period})], ctx
+        )
+        texts = (line.split(": ", 1)[-1] for line in result.content.splitlines())
+        return sorted(text for text in texts if "boiler" in text)
+
+    # Both days count in full: "last summer" is since=2025-06-01, until=2025-08-31.
+    assert await found(since="2025-06-01", until="2025-08-31") == [
+        "boiler serviced, end of summer",
+        "the boiler was fixed in June",
+    ]
+    assert await found(until="2025-05-31") == ["the boiler broke again"]
+    assert len(await found()) == 4
+
+
+@pytest.mark.parametrize(
+    ("period", "error"),
+    [
+        ({"since": "last summer"}, "since must be an ISO date like 2025-06-01"),
+        ({"until": "2025-13-01"}, "until must be an ISO date like 2025-06-01"),
+        ({"since": "2025-06-01", "until": "2025-05-01"}, "must be later than since"),
+    ],
+)
+async def test_search_history_says_what_a_date_must_look_like(
+    repo: FileRepository, tmp_path: Path, period: dict[str, str], error: str
+) -> None:
+    await stored_chat(repo)
+    ctx = TurnContext(conversation=CHAT, repository=repo, search=HistorySearch(repo, tmp_path))
+    [result] = await ToolExecutor(builtin, timeout=5).run(
+        [call("search_history", {"query": "Olga", **period})], ctx
+    )
+    assert not result.ok
+    assert result.content.startswith("Error: ") and error in result.content

@@ -41,7 +41,10 @@ def store(data_dir: Path, chat_id: int | str, filler: int = 30) -> None:
             [
                 Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
                 Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
-                *(Message(role="user", content=f"filler {i} about coffee") for i in range(filler)),
+                *(
+                    Message(role="user", content=f"filler {i} about coffee", ts=WHEN)
+                    for i in range(filler)
+                ),
             ],
         )
         await repo.close()
@@ -59,9 +62,15 @@ def no_bot_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(workdir)
 
 
-def hits(output: str) -> list[int]:
-    """The seqs of the hits in `--json` output."""
-    return [seq for excerpt in json.loads(output) for seq in excerpt["hits"]]
+def hits(output: str, word: str = "Kazan") -> list[int]:
+    """The seqs of the hits in `--json` output that say `word` (others are found through
+    their neighbours' words)."""
+    return [
+        m["seq"]
+        for excerpt in json.loads(output)
+        for m in excerpt["messages"]
+        if m["hit"] and word in m["content"]
+    ]
 
 
 def test_human_output_with_data_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,19 +116,19 @@ def test_json_output_parses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     code = main(["search", "42", "Kazan", "--json", "--data-dir", str(tmp_path / "data")])
     assert code == 0
     [excerpt] = json.loads(capsys.readouterr().out)
-    assert (excerpt["hits"], excerpt["neighbours"]) == ([1, 2], [3])
-    first, second, third = excerpt["messages"]
-    assert [m["content"] for m in excerpt["messages"]] == [
+    first, second, *rest = excerpt["messages"]
+    assert [first["content"], second["content"]] == [
         "My sister Olga lives in Kazan",
         "Kazan is a lovely city!",
-        "filler 0 about coffee",
     ]
     assert first["ts"] == "2025-03-01T14:02:00.000Z" and first["seq"] == 1
     assert (first["role"], first["name"]) == ("user", "Anna")
-    assert [m["hit"] for m in excerpt["messages"]] == [True, True, False]
-    assert isinstance(first["score"], float) and first["score"] > 0
-    assert third["score"] is None
-    assert excerpt["score"] == max(first["score"], second["score"])
+    assert first["hit"] and isinstance(first["score"], float) and first["score"] > 0
+    # The message after the last hit comes along, not a hit itself.
+    assert rest[-1]["hit"] is False and rest[-1]["score"] is None
+    assert excerpt["hits"] == [m["seq"] for m in excerpt["messages"] if m["hit"]]
+    assert excerpt["neighbours"] == [rest[-1]["seq"]]
+    assert excerpt["score"] == max(m["score"] for m in excerpt["messages"] if m["hit"])
     assert excerpt["notes"] == []
 
 
@@ -161,7 +170,7 @@ def test_default_data_dir_is_data_in_the_working_directory(
 ) -> None:
     store(Path("data"), 42)
     assert main(["search", "42", "Olga", "--json"]) == 0
-    assert hits(capsys.readouterr().out) == [1]
+    assert hits(capsys.readouterr().out, "Olga") == [1]
 
 
 def test_a_negative_group_chat_id_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -232,3 +241,25 @@ def test_no_matches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "No matching messages found."
     assert main(["search", "42", "zebra", "--json", "--data-dir", str(tmp_path / "data")]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_period(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store(tmp_path / "data", 42)  # all on 2025-03-01
+    args = ["search", "42", "Kazan coffee", "--json", "--data-dir", str(tmp_path / "data")]
+    assert main([*args, "--until", "2025-03-01"]) == 0
+    assert hits(capsys.readouterr().out) == [1, 2]
+    assert main([*args, "--since", "2025-03-02"]) == 0
+    assert hits(capsys.readouterr().out) == []
+
+
+def test_a_bad_date_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", "42", "Kazan", "--since", "March", "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "membot search: since must be an ISO date like 2025-06-01 (or a time like "
+        "2025-06-01T18:30, UTC unless given), not 'March'"
+    ]

@@ -21,6 +21,7 @@ from membot.search.excerpts import (
     estimate_tokens,
     gather,
 )
+from membot.search.period import BadPeriod, parse_period
 from membot.search.present import INTRO, age, header
 from membot.search.text import match_expression
 
@@ -66,64 +67,96 @@ def hit_seqs(excerpt: Excerpt) -> list[int]:
     return [line.entry.seq for line in excerpt.lines if line.hit]
 
 
-# -- merging -------------------------------------------------------------------------------
+# -- merging (the candidates chosen here, as the index would rank them) -----------------
+
+
+async def indexed(repo: FileRepository, search: HistorySearch, messages: list[Message]) -> Path:
+    await repo.append(CHAT, messages)
+    await search.search(CHAT, "anything")  # builds the index
+    return search.index_path(CHAT)
+
+
+def found(messages: list[Message], *ranked: int) -> list[SearchHit]:
+    """The messages with these seqs as hits, best first."""
+    return [
+        SearchHit(seq, m.ts, m.role, m.name, m.content, score=100.0 - n)
+        for n, seq in enumerate(ranked)
+        for m in [messages[seq - 1]]
+    ]
+
+
+def excerpts(path: Path, hits: list[SearchHit], budget: int = 2000) -> list[Excerpt]:
+    return gather(path, hits, match_expression("zebra") or "", budget)
+
+
+async def test_a_hit_comes_with_the_message_after_it(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    messages = chat({}, 30)
+    path = await indexed(repo, search, messages)
+    [excerpt] = excerpts(path, found(messages, 5))
+    assert seqs(excerpt) == [5, 6] and hit_seqs(excerpt) == [5]
+    [last] = excerpts(path, found(messages, 30))
+    assert seqs(last) == [30]
 
 
 async def test_overlapping_neighbourhoods_are_one_chronological_excerpt(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    await repo.append(CHAT, chat({5: "the zebra escaped", 7: "a zebra zebra at the zoo"}, 30))
-    [excerpt] = await search.recall(CHAT, "zebra")
-    # 4..6 and 6..8 share 6: one excerpt, each message once, in the order they were said.
-    assert seqs(excerpt) == [4, 5, 6, 7, 8]
-    assert hit_seqs(excerpt) == [5, 7]
+    messages = chat({}, 30)
+    path = await indexed(repo, search, messages)
+    # 6..7 and 5..6 share 6: one excerpt, each message once, in the order they were said;
+    # 6, a neighbour of 5, is a hit and brings its own neighbour.
+    [excerpt] = excerpts(path, found(messages, 6, 5))
+    assert seqs(excerpt) == [5, 6, 7]
+    assert hit_seqs(excerpt) == [5, 6]
     assert not any(line.gap_before for line in excerpt.lines)
 
 
 async def test_touching_neighbourhoods_merge_and_distant_ones_do_not(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    texts = {5: "zebra one", 8: "zebra two", 20: "zebra three"}
-    await repo.append(CHAT, chat(texts, 40))
-    excerpts = await search.recall(CHAT, "zebra")
-    # 4..6 and 7..9 touch; 19..21 stands apart.
-    assert sorted(seqs(e) for e in excerpts) == [[4, 5, 6, 7, 8, 9], [19, 20, 21]]
-
-
-async def test_a_hit_that_is_another_hits_neighbour_brings_its_own_neighbours(
-    repo: FileRepository, search: HistorySearch
-) -> None:
-    await repo.append(CHAT, chat({5: "zebra zebra zebra", 6: "zebra"}, 30))
-    [excerpt] = await search.recall(CHAT, "zebra")
-    assert seqs(excerpt) == [4, 5, 6, 7]
+    messages = chat({}, 40)
+    path = await indexed(repo, search, messages)
+    # 5..6 and 7..8 touch; 20..21 stands apart.
+    shown = excerpts(path, found(messages, 5, 20, 7))
+    assert [seqs(e) for e in shown] == [[5, 6, 7, 8], [20, 21]]
 
 
 async def test_excerpts_come_best_first(repo: FileRepository, search: HistorySearch) -> None:
-    texts = {5: "a zebra", 25: "zebra zebra, the zebra crossing", 45: "zebra and zebra"}
-    await repo.append(CHAT, chat(texts, 60))
-    excerpts = await search.recall(CHAT, "zebra")
-    assert [hit_seqs(e) for e in excerpts] == [[25], [45], [5]]
-    assert [e.score for e in excerpts] == sorted((e.score for e in excerpts), reverse=True)
+    messages = chat({}, 60)
+    path = await indexed(repo, search, messages)
+    shown = excerpts(path, found(messages, 25, 45, 5, 26))
+    assert [hit_seqs(e) for e in shown] == [[25, 26], [45], [5]]
+    assert [e.score for e in shown] == sorted((e.score for e in shown), reverse=True)
 
 
 async def test_a_neighbour_skips_what_is_not_indexed(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    await repo.append(
-        CHAT,
-        [
-            Message(role="user", content="what does the zebra eat?", ts=START),
-            Message(role="assistant", content="", ts=START),  # the call of a tool
-            Message(role="tool", content="grass, mostly", ts=START),
-            Message(role="assistant", content="Grass, mostly.", ts=START),
-            *chat({}, 10),
-        ],
-    )
-    [excerpt] = await search.recall(CHAT, "zebra")
+    messages = [
+        Message(role="user", content="what does the zebra eat?", ts=START),
+        Message(role="assistant", content="", ts=START),  # the call of a tool
+        Message(role="tool", content="grass, mostly", ts=START),
+        Message(role="assistant", content="Grass, mostly.", ts=START),
+        *chat({}, 10),
+    ]
+    path = await indexed(repo, search, messages)
+    [excerpt] = excerpts(path, found(messages, 1))
     assert [line.entry.content for line in excerpt.lines] == [
         "what does the zebra eat?",
         "Grass, mostly.",
     ]
+
+
+async def test_a_candidate_that_does_not_fit_leaves_room_for_shorter_ones(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    padding = " ".join(f"word{i}" for i in range(150))
+    messages = chat({25: padding, 26: padding}, 60)
+    path = await indexed(repo, search, messages)
+    shown = excerpts(path, found(messages, 5, 25, 45), budget=300)
+    assert [hit_seqs(e) for e in shown] == [[5], [45]]
 
 
 # -- the budget ----------------------------------------------------------------------------
@@ -135,20 +168,29 @@ async def test_the_budget_is_never_passed(
 ) -> None:
     await repo.append(CHAT, generate_conversation(2000).messages)
     for query in ("car level book school", "машина ключ отчёт", "coffee weather"):
-        excerpts = await search.recall(CHAT, query, budget_tokens=budget)
-        assert excerpts
-        assert estimate_tokens(format_excerpts(excerpts, NOW)) <= budget
+        shown = await search.recall(CHAT, query, budget_tokens=budget)
+        assert shown
+        assert estimate_tokens(format_excerpts(shown, NOW)) <= budget
+
+
+def zebras(shown: list[Excerpt]) -> set[int]:
+    return {
+        line.entry.seq
+        for excerpt in shown
+        for line in excerpt.lines
+        if line.hit and "zebra" in line.entry.content
+    }
 
 
 async def test_short_hits_show_more_than_ten(repo: FileRepository, search: HistorySearch) -> None:
     texts = {seq: f"zebra sighting {seq}" for seq in range(5, 400, 20)}
     await repo.append(CHAT, chat(texts, 400))
-    excerpts = await search.recall(CHAT, "zebra")
-    assert sum(len(hit_seqs(e)) for e in excerpts) == len(texts) == 20
-    # ... and a smaller budget shows fewer of them, whole.
+    assert zebras(await search.recall(CHAT, "zebra")) == set(texts)  # all 20
+    # A smaller budget shows fewer, each with the message after it.
     few = await search.recall(CHAT, "zebra", budget_tokens=500)
-    assert 2 <= len(few) < len(excerpts)
-    assert all(len(seqs(e)) == 3 for e in few)
+    assert 2 <= len(zebras(few)) < 20
+    for excerpt in few:
+        assert {seq + 1 for seq in zebras([excerpt])} <= set(seqs(excerpt))
 
 
 async def test_a_long_message_is_cut_in_the_text_and_whole_in_the_json(
@@ -156,23 +198,12 @@ async def test_a_long_message_is_cut_in_the_text_and_whole_in_the_json(
 ) -> None:
     long = "the zebra story " + "and then it went on " * 500
     await repo.append(CHAT, chat({5: long}, 20))
-    [excerpt] = await search.recall(CHAT, "zebra")
-    [line] = [t for t in format_excerpts([excerpt], NOW).splitlines() if "zebra" in t]
+    shown = await search.recall(CHAT, "zebra")
+    [line] = [t for t in format_excerpts(shown, NOW).splitlines() if "zebra" in t]
     assert line.startswith("[2025-03-01 12:05] user (Anna): the zebra story and then")
     assert line.endswith("…") and len(line.split(": ", 1)[1]) == MAX_LINE_CHARS
-    [as_json] = excerpts_json([excerpt])
-    assert [m["content"] for m in as_json["messages"]][1] == long  # type: ignore[index]
-
-
-async def test_a_candidate_that_does_not_fit_leaves_room_for_shorter_ones(
-    repo: FileRepository, search: HistorySearch
-) -> None:
-    padding = " ".join(f"word{i}" for i in range(150))
-    texts = {5: "zebra zebra zebra", 25: f"zebra zebra {padding}", 45: "zebra"}
-    texts |= {24: padding, 26: padding}
-    await repo.append(CHAT, chat(texts, 60))
-    excerpts = await search.recall(CHAT, "zebra", budget_tokens=500)
-    assert [hit_seqs(e) for e in excerpts] == [[5], [45]]
+    [message] = [m for e in excerpts_json(shown) for m in e["messages"] if m["seq"] == 5]  # type: ignore[attr-defined]
+    assert message["content"] == long
 
 
 # -- dates ---------------------------------------------------------------------------------
@@ -206,27 +237,25 @@ def test_the_longest_header_fits_in_what_the_budget_keeps_for_it() -> None:
 async def test_every_line_is_dated_and_each_excerpt_says_how_long_ago(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    messages = chat({5: "the zebra escaped", 25: "zebra zebra found"}, 40)
-    # The second stretch was said a month and a half later, over midnight.
+    messages = chat({}, 40)
+    # From seq 24 on, a month and a half later, over midnight.
     later = START + timedelta(days=45, hours=11, minutes=58)
-    messages[23:27] = [
-        Message(role=m.role, name=m.name, content=m.content, ts=later + timedelta(minutes=i))
-        for i, m in enumerate(messages[23:27])
+    messages[23:] = [
+        replace(m, ts=later + timedelta(minutes=i)) for i, m in enumerate(messages[23:])
     ]
-    await repo.append(CHAT, messages)
-    text = format_excerpts(await search.recall(CHAT, "zebra"), NOW)
+    path = await indexed(repo, search, messages)
+    text = format_excerpts(excerpts(path, found(messages, 25, 24, 5)), NOW)
     assert text == "\n".join(
         [
             INTRO,
             "",
             "--- 2025-04-15 to 2025-04-16 (7 weeks ago) ---",
             "[2025-04-15 23:58] assistant: small talk number 24",
-            "[2025-04-15 23:59] user (Anna): zebra zebra found",
+            "[2025-04-15 23:59] user (Anna): small talk number 25",
             "[2025-04-16 00:00] assistant: small talk number 26",
             "",
             "--- 2025-03-01 (3 months ago) ---",
-            "[2025-03-01 12:04] assistant: small talk number 4",
-            "[2025-03-01 12:05] user (Anna): the zebra escaped",
+            "[2025-03-01 12:05] user (Anna): small talk number 5",
             "[2025-03-01 12:06] assistant: small talk number 6",
         ]
     )
@@ -241,12 +270,6 @@ async def test_nothing_found_says_so(repo: FileRepository, search: HistorySearch
 # -- summaries, facts and documents as hits (their entries come from the index) ----------
 
 
-async def _indexed(repo: FileRepository, search: HistorySearch, texts: dict[int, str]) -> Path:
-    await repo.append(CHAT, chat(texts, 60))
-    await search.search(CHAT, "anything")  # builds the index
-    return search.index_path(CHAT)
-
-
 def entry(kind: str, content: str, covers: tuple[int, int], score: float = 5.0) -> SearchHit:
     return SearchHit(covers[0], START, "system", None, content, score, kind=kind, covers=covers)
 
@@ -255,7 +278,7 @@ async def test_a_summary_shows_its_best_messages(
     repo: FileRepository, search: HistorySearch
 ) -> None:
     texts = {12: "the zebra arrived", 20: "zebra zebra fed", 30: "zebra outside the summary"}
-    path = await _indexed(repo, search, texts)
+    path = await indexed(repo, search, chat(texts, 60))
     summary = entry("summary", "Anna talked about the zoo's new zebra.", (10, 25))
     [excerpt] = gather(path, [summary], match_expression("zebra") or "", 2000)
     lines = format_excerpts([excerpt], NOW).splitlines()[3:]
@@ -273,30 +296,54 @@ async def test_a_summary_shows_its_best_messages(
 async def test_a_fact_shows_the_turn_it_was_kept_in(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    path = await _indexed(repo, search, {15: "remember: my zebra is called Stripe"})
+    path = await indexed(repo, search, chat({15: "remember: my zebra is called Stripe"}, 60))
     fact = entry("fact", "Anna's zebra is called Stripe", (15, 15))
     message = SearchHit(15, START, "user", "Anna", "remember: my zebra is called Stripe", 3.0)
     # The fact and then its own message are found: shown once, with the message a hit.
     [excerpt] = gather(path, [fact, message], match_expression("zebra") or "", 2000)
     assert [n.content for n in excerpt.notes] == ["Anna's zebra is called Stripe"]
-    assert seqs(excerpt) == [14, 15, 16] and hit_seqs(excerpt) == [15]
+    assert seqs(excerpt) == [15, 16] and hit_seqs(excerpt) == [15]
 
 
 async def test_a_documents_piece_is_shown_after_its_message(
     repo: FileRepository, search: HistorySearch
 ) -> None:
-    path = await _indexed(repo, search, {15: "here is the report"})
-    piece = SearchHit(15, START, "user", "Anna", "[zoo.pdf] the zebra count is 12", 4.0)
-    piece = SearchHit(**{**_fields(piece), "kind": "document"})
+    path = await indexed(repo, search, chat({15: "here is the report"}, 60))
+    piece = SearchHit(
+        15, START, "user", "Anna", "[zoo.pdf] the zebra count is 12", 4.0, kind="document"
+    )
     [excerpt] = gather(path, [piece], match_expression("zebra") or "", 2000)
     assert [line.entry.content for line in excerpt.lines] == [
-        "small talk number 14",
         "here is the report",
         "[zoo.pdf] the zebra count is 12",
         "small talk number 16",
     ]
-    assert [line.hit for line in excerpt.lines] == [False, False, True, False]
+    assert [line.hit for line in excerpt.lines] == [False, True, False]
 
 
-def _fields(hit: SearchHit) -> dict[str, object]:
-    return {name: getattr(hit, name) for name in SearchHit.__slots__}  # type: ignore[attr-defined]
+# -- periods -------------------------------------------------------------------------------
+
+
+def test_a_period_takes_in_both_days_whole() -> None:
+    assert parse_period("2025-06-01", "2025-08-31") == (
+        datetime(2025, 6, 1, tzinfo=UTC),
+        datetime(2025, 9, 1, tzinfo=UTC),
+    )
+    assert parse_period(None, " ") == (None, None)
+
+
+def test_a_period_may_give_times_and_zones() -> None:
+    since, until = parse_period("2025-06-01T18:30", "2025-06-02T09:00+03:00")
+    assert since == datetime(2025, 6, 1, 18, 30, tzinfo=UTC)
+    assert until == datetime(2025, 6, 2, 6, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("since", "until"),
+    [("June", None), (None, "2025-02-30"), ("2025-06-01", "2025-06-01T00:00"), ("1/6/25", None)],
+)
+def test_a_bad_period_says_what_is_expected(since: str | None, until: str | None) -> None:
+    with pytest.raises(BadPeriod) as caught:
+        parse_period(since, until)
+    message = str(caught.value)
+    assert "like 2025-06-01" in message or "later than" in message

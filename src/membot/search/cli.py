@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from dotenv import dotenv_values
@@ -20,6 +21,7 @@ from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory import FileRepository
 from membot.search.excerpts import Excerpt
 from membot.search.index import HistorySearch
+from membot.search.period import BadPeriod, parse_period
 from membot.search.present import excerpts_json, format_excerpts
 
 # The bot's own default, so `membot search` and `membot run` agree without a DATA_DIR.
@@ -61,6 +63,8 @@ def run_search(
     as_json: bool,
     data_dir: Path | None,
     budget: int | None = None,
+    since: str | None = None,
+    until: str | None = None,
     clock: Clock = utc_now,
 ) -> int:
     """Print what `search_history` would show the model for `query` in the chat (--json:
@@ -75,13 +79,18 @@ def run_search(
             file=sys.stderr,
         )
         return 2
+    try:
+        period = parse_period(since, until)
+    except BadPeriod as exc:
+        print(f"membot search: {exc}", file=sys.stderr)
+        return 2
     root = resolve_data_dir(data_dir)
     repository = FileRepository(root)
     if not repository.conversation_dir(chat).is_dir():
         shown = chat.key if chat.namespace == TELEGRAM else str(chat)
         print(f"membot search: no chat {shown} in {root}", file=sys.stderr)
         return 2
-    found = asyncio.run(_recall(repository, root, chat, query, resolve_budget(budget)))
+    found = asyncio.run(_recall(repository, root, chat, query, period, resolve_budget(budget)))
     if as_json:
         print(json.dumps(excerpts_json(found), ensure_ascii=False, indent=2))
     else:
@@ -90,9 +99,16 @@ def run_search(
 
 
 async def _recall(
-    repository: FileRepository, root: Path, chat_id: ConversationId, query: str, budget: int
+    repository: FileRepository,
+    root: Path,
+    chat_id: ConversationId,
+    query: str,
+    period: tuple[datetime | None, datetime | None],
+    budget: int,
 ) -> list[Excerpt]:
+    since, until = period
+    search = HistorySearch(repository, root)
     try:
-        return await HistorySearch(repository, root).recall(chat_id, query, budget_tokens=budget)
+        return await search.recall(chat_id, query, since=since, until=until, budget_tokens=budget)
     finally:
         await repository.close()

@@ -2,8 +2,9 @@
 
 The index ranks single entries (messages, pieces of documents, summaries, facts); the model
 needs them in their context. `gather` takes the ranked candidates best first, gives each its
-neighbours (NEIGHBOURS indexed messages on either side; a summary its best messages for the
-same query; a fact the turn it was saved in), merges neighbourhoods that overlap or touch
+neighbours (NEIGHBOURS: the indexed message after it, where a question's answer or a
+remark's reply is; a summary its best messages for the same query; a fact the turn it was
+saved in), merges neighbourhoods that overlap or touch
 into one excerpt, chronological inside and with no line twice, and keeps adding until the
 next excerpt would pass the budget. Sizes are estimated, not tokenized: CHARS_PER_TOKEN
 characters make a token (see there), and each line is cut at MAX_LINE_CHARS, so one long
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from membot.search.hits import SearchHit
@@ -23,8 +25,12 @@ from membot.search.store import best_between, messages_between
 DEFAULT_BUDGET_TOKENS = 2000
 #: How many ranked candidates a budget is filled from (the index's most).
 CANDIDATES = 50
-#: Indexed messages shown on either side of a hit.
-NEIGHBOURS = 1
+#: Indexed messages shown before and after a hit. After: an answer follows the question whose
+#: words found it. Not before: measured on tests/recall_corpus.py, the one before found no
+#: more needed turns for its cost (with the contextual index, a message whose neighbours hold
+#: the words is a candidate itself), except when it is a question by someone else that the
+#: hit answers: "At nine" means nothing without "When does the museum open?".
+NEIGHBOURS = (0, 1)
 #: Characters per token of the estimate. Tokenizers give about 4 for English prose, 3 to 4
 #: for Russian and fewer for dates and numbers (every line starts with one): 3 keeps the
 #: estimate at or above the real count for the text this bot sees, so the budget holds.
@@ -167,35 +173,70 @@ def _union(groups: Sequence[_Group]) -> _Group:
     return union
 
 
-def _around(path: Path, first: int, last: int, neighbours: int) -> list[SearchHit]:
-    """The messages first..last and `neighbours` indexed messages on either side."""
-    rows = messages_between(path, first - neighbours - _SLACK, last + neighbours + _SLACK)
-    before = [r for r in rows if r.seq < first][-neighbours:] if neighbours else []
-    after = [r for r in rows if r.seq > last][:neighbours]
-    return before + [r for r in rows if first <= r.seq <= last] + after
+def _answers(message: SearchHit, before: SearchHit) -> bool:
+    """Whether `message` answers `before`: a question by someone else just before it."""
+    asked = before.content.rstrip().endswith("?")
+    return asked and (before.role, before.name) != (message.role, message.name)
 
 
-def _group_for(path: Path, hit: SearchHit, match: str, neighbours: int) -> _Group:
-    if hit.kind == "summary" and hit.covers is not None:
-        picks = best_between(path, match, hit.covers[0], hit.covers[1], SUMMARY_PICKS)
-        group = _Group(spans=[(p.seq, p.seq) for p in picks])
-        group.lines = {_key(p): Line(p, hit=True) for p in picks}
-        group.notes[(hit.kind, hit.content)] = hit
-    elif hit.kind == "fact":
-        first, last = hit.covers or (hit.seq, hit.seq)
-        group = _Group(spans=[])
-        group.lines = {_key(m): Line(m, hit=False) for m in _around(path, first, last, neighbours)}
-        group.notes[(hit.kind, hit.content)] = hit
-    else:
-        around = _around(path, hit.seq, hit.seq, neighbours)
-        group = _Group(spans=[])
-        group.lines = {_key(m): Line(m, hit=False) for m in around}
-        group.lines[_key(hit)] = Line(hit, hit=True)
-    seqs = [key[0] for key in group.lines]
-    if seqs and hit.kind != "summary":
-        group.spans = [(min(seqs), max(seqs))]
-    group.score = hit.score
-    return group
+def _aware(when: datetime | None) -> datetime | None:
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """What a hit's context is read with: the index file, the query, and the period."""
+
+    path: Path
+    match: str
+    neighbours: tuple[int, int]
+    since: datetime | None
+    until: datetime | None
+
+    def _within(self, rows: list[SearchHit]) -> list[SearchHit]:
+        # A period asked for holds the context too: what it shows is of those days.
+        return [
+            r
+            for r in rows
+            if (self.since is None or r.ts >= self.since)
+            and (self.until is None or r.ts < self.until)
+        ]
+
+    def around(self, first: int, last: int) -> list[SearchHit]:
+        """The messages first..last, and the set number of indexed messages before and
+        after them."""
+        before, after = self.neighbours
+        rows = self._within(
+            messages_between(self.path, first - before - _SLACK, last + after + _SLACK)
+        )
+        inside = [r for r in rows if first <= r.seq <= last]
+        earlier = [r for r in rows if r.seq < first][-max(before, 1) :]
+        if not before and not (inside and earlier and _answers(inside[0], earlier[-1])):
+            earlier = []
+        later = [r for r in rows if r.seq > last][:after]
+        return earlier + inside + later
+
+    def group(self, hit: SearchHit) -> _Group:
+        """The hit in its context, as an excerpt of its own."""
+        group = _Group(spans=[], score=hit.score)
+        if hit.kind == "summary" and hit.covers is not None:
+            first, last = hit.covers
+            picks = self._within(best_between(self.path, self.match, first, last, SUMMARY_PICKS))
+            group.spans = [(p.seq, p.seq) for p in picks]
+            group.lines = {_key(p): Line(p, hit=True) for p in picks}
+            group.notes[(hit.kind, hit.content)] = hit
+            return group
+        if hit.kind == "fact":
+            first, last = hit.covers or (hit.seq, hit.seq)
+            group.lines = {_key(m): Line(m, hit=False) for m in self.around(first, last)}
+            group.notes[(hit.kind, hit.content)] = hit
+        else:
+            group.lines = {_key(m): Line(m, hit=False) for m in self.around(hit.seq, hit.seq)}
+            group.lines[_key(hit)] = Line(hit, hit=True)
+        if group.lines:
+            seqs = [key[0] for key in group.lines]
+            group.spans = [(min(seqs), max(seqs))]
+        return group
 
 
 def gather(
@@ -203,12 +244,17 @@ def gather(
     hits: Sequence[SearchHit],
     match: str,
     budget_tokens: int = DEFAULT_BUDGET_TOKENS,
-    neighbours: int = NEIGHBOURS,
+    *,
+    neighbours: tuple[int, int] = NEIGHBOURS,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[Excerpt]:
     """The hits (best first) in their context, merged into excerpts that together stay
     within `budget_tokens`, best excerpt first. A candidate whose excerpt would pass the
-    budget is left out and the next ones are still tried: a shorter one may fit. Reads the
-    index file at `path` (in a worker thread: this is blocking I/O)."""
+    budget is left out and the next ones are still tried: a shorter one may fit. With a
+    period (the search's), the context is of that period too. Reads the index file at
+    `path` (in a worker thread: this is blocking I/O)."""
+    reader = _Reader(path, match, neighbours, _aware(since), _aware(until))
     room = budget_tokens * CHARS_PER_TOKEN - INTRO_CHARS
     groups: list[_Group] = []
     used = 0
@@ -216,7 +262,7 @@ def gather(
         if hit.kind in ("summary", "fact") and any(group.mark(hit) for group in groups):
             continue
         # A hit already shown as another's neighbour still brings its own neighbours.
-        new = _group_for(path, hit, match, neighbours)
+        new = reader.group(hit)
         touching = [g for g in groups if g.touches(new)]
         merged = _union([*touching, new])
         cost = merged.chars() - sum(g.chars() for g in touching)

@@ -20,6 +20,3 @@ class SearchHit:
     kind: str = "message"
     # The first..last seq a summary or a fact points back to (a fact: its turn's seq twice).
     covers: tuple[int, int] | None = None
-    # The other half of a question and its answer, when the hit is one half: the message
-    # after a question by someone else, or the question before an answer (store.py adds it).
-    context: tuple[SearchHit, ...] = ()

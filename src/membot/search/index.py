@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from membot.ids import ConversationId
@@ -112,7 +113,9 @@ class HistorySearch:
             return []
         async with self._lock(cid):  # not read while a reset drops the file
             path = self.index_path(cid)
-            return await asyncio.to_thread(gather, path, hits, match, budget_tokens)
+            return await asyncio.to_thread(
+                partial(gather, since=since, until=until), path, hits, match, budget_tokens
+            )
 
     async def drop(self, cid: ConversationId) -> None:
         """Delete the chat's index (on reset). Safe when there is none."""

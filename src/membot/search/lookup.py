@@ -6,7 +6,6 @@ store.query is this module's query (the name the rest of membot uses).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -71,7 +70,7 @@ def query(
             for hit, mine in ranked
             if mine or hit.kind != "message" or not own & _beside(conn, hit.seq)
         ][:limit]
-        return [_with_context(conn, hit) if hit.kind == "message" else hit for hit in hits]
+        return hits
     finally:
         conn.close()
 
@@ -112,28 +111,3 @@ def _hit(
         kind=kind,
         covers=(int(seq), int(upto)) if upto is not None else None,
     )
-
-
-def _asks(hit: SearchHit) -> bool:
-    return hit.content.rstrip().endswith("?")
-
-
-def _speaker(hit: SearchHit) -> tuple[str, str | None]:
-    return (hit.role, hit.name)
-
-
-def _with_context(conn: sqlite3.Connection, hit: SearchHit) -> SearchHit:
-    """A question's answer, or an answer's question, comes with the hit: the words of a
-    question often find the question, while the fact is in the reply (and the other way)."""
-    rows = conn.execute(
-        "SELECT seq, ts, role, name, content FROM messages WHERE id IN (?, ?) ORDER BY seq",
-        (hit.seq - 1, hit.seq + 1),
-    ).fetchall()
-    near = {h.seq: h for h in (_hit(*row) for row in rows)}
-    context = []
-    before, after = near.get(hit.seq - 1), near.get(hit.seq + 1)
-    if before is not None and _asks(before) and _speaker(before) != _speaker(hit):
-        context.append(before)
-    if after is not None and _asks(hit) and _speaker(after) != _speaker(hit):
-        context.append(after)
-    return replace(hit, context=tuple(context)) if context else hit

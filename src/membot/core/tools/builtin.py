@@ -15,6 +15,7 @@ from membot.core.tools.calc import evaluate, format_number
 from membot.core.tools.context import TurnContext
 from membot.llm.tools.registry import ToolError, ToolRegistry
 from membot.search import format_excerpts
+from membot.search.period import BadPeriod, parse_period
 
 MAX_FACTS = 100
 MAX_FACT_CHARS = 500
@@ -24,20 +25,33 @@ builtin = ToolRegistry()
 
 @builtin.tool
 async def search_history(
-    ctx: TurnContext, query: Annotated[str, Field(min_length=1, max_length=500)]
+    ctx: TurnContext,
+    query: Annotated[str, Field(min_length=1, max_length=500)],
+    since: Annotated[str | None, Field(max_length=40)] = None,
+    until: Annotated[str | None, Field(max_length=40)] = None,
 ) -> str:
     """Search the whole archive of this chat, including messages long gone from the recent
     history and the summary. Use it when the user refers to something said earlier that you
     do not see, or asks what was said about a topic. Returns excerpts of the conversation
     around the best matches, most relevant first (not newest first): each message with its
-    date, time and who wrote it, each excerpt with how long ago it was.
+    date, time and who wrote it, each excerpt with how long ago it was. For a question about
+    a period ("last summer", "before the move", "in March"), call current_datetime first,
+    work out the dates, and pass them as since/until.
 
     Args:
         query: Keywords to look for, in the language of the conversation.
+        since: Only messages from this day on, an ISO date such as 2025-06-01.
+        until: Only messages up to and including this day, an ISO date such as 2025-08-31.
     """
     if ctx.search is None:
         raise ToolError("the archive search is not available")
-    found = await ctx.search.recall(ctx.conversation, query, budget_tokens=ctx.search_budget)
+    try:
+        first, end = parse_period(since, until)
+    except BadPeriod as exc:
+        raise ToolError(str(exc)) from None
+    found = await ctx.search.recall(
+        ctx.conversation, query, since=first, until=end, budget_tokens=ctx.search_budget
+    )
     return format_excerpts(found, ctx.clock())
 
 
