@@ -347,3 +347,37 @@ def test_a_bad_period_says_what_is_expected(since: str | None, until: str | None
         parse_period(since, until)
     message = str(caught.value)
     assert "like 2025-06-01" in message or "later than" in message
+
+
+async def test_a_kept_summary_and_fact_are_shown_with_their_messages(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "remember", "arguments": '{"fact": "Anna has a zebra, Stripe"}'},
+    }
+    messages = [
+        *chat({3: "my zebra is called Stripe", 8: "Stripe the zebra ate my hat"}, 20),
+        Message(role="user", content="remember my zebra's name", ts=START, name="Anna"),
+        Message(role="assistant", content="", tool_calls=(call,), ts=START),
+        Message(role="tool", content="Remembered", tool_call_id="c1", ts=START),
+        Message(role="assistant", content="Noted!", ts=START),
+        *chat({}, 10),
+    ]
+    await repo.append(CHAT, messages)
+    generation = (await repo.get_meta(CHAT)).generation
+    summary = "Anna talked about her zebra Stripe and its appetite."
+    assert await repo.save_summary(CHAT, summary, 1, 12, generation)
+    text = format_excerpts(await search.recall(CHAT, "Stripe"), NOW)
+    assert f"(summary of this part of the chat) {summary}" in text
+    assert "(remembered fact) Anna has a zebra, Stripe" in text
+    # The fact's turn: the user's message and the answer (the tool's plumbing is not shown).
+    fact_block = next(b for b in text.split("\n\n") if "(remembered fact)" in b)
+    assert fact_block.splitlines()[2:] == [
+        "[2025-03-01 12:00] user (Anna): remember my zebra's name",
+        "[2025-03-01 12:00] assistant: Noted!",
+    ]
+    # Each message once, however many entries point at it.
+    shown = [line for line in text.splitlines() if line.startswith("[")]
+    assert len(shown) == len(set(shown))
