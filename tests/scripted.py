@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from membot.core.turn import TurnResult
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem, StreamNotes
 
 MODEL = "scripted/model"
 
@@ -173,10 +173,13 @@ class ScriptedModel:
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         options: CallOptions | None = None,
+        notes: StreamNotes | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         item = await self._take(messages, purpose, tools, tool_choice, options)
         self.streamed += 1
         response = _response(item)
+        if notes is not None:  # the model that answers, known from the start as a provider's
+            notes.model = response.model
         midway = item.midway if isinstance(item, Reply) else None
         text = response.content
         finished = False

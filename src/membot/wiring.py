@@ -216,8 +216,8 @@ class Core:
     # with QUEUE=local, its health object (the breaker).
     redis: Redis | None = None
     health: RedisHealth | None = None
-    # Which models see images (fetched at start and daily), and the client it and the
-    # transcriber share.
+    # Which models see images and their prices (fetched at start and daily), and the client
+    # it and the transcriber share.
     catalog: ModelCatalog | None = None
     provider: AsyncOpenAI | None = None
 
@@ -263,10 +263,10 @@ def build_core(
     repository = repository or build_repository(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.data_dir, shared, clock, health)
-    # Every call, summaries and tool rounds included, is charged to the turn's user and chat.
-    model = MeteredModel(model or build_model(settings), ledger, clock)
-    tasks = TaskSupervisor()
     media, catalog, provider = build_media(settings, ledger, clock)
+    # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
+    model = MeteredModel(model or build_model(settings), ledger, clock, prices=catalog)
+    tasks = TaskSupervisor()
     agent = build_agent(settings, model, repository, tasks, redis=redis, health=health, media=media)
     service = ConversationService(
         agent,

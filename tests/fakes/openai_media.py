@@ -2,9 +2,11 @@
 input modalities (`GET /v1/models`) and speech-to-text (`POST /v1/audio/transcriptions`,
 OpenRouter's JSON form: `{"model", "input_audio": {"data": <base64>, "format"}}`).
 
-FakeLLM mixes this in; a test sets `models` ({id: input modalities}), `models_status`
-(answer the list with that error instead), and scripts transcripts (`script_transcription`)
-or lets the default answer name what it heard ("TRANSCRIPT: <n> bytes of <format>")."""
+FakeLLM mixes this in; a test sets `models` ({id: input modalities}), `prices` ({id:
+(prompt, completion)}, per token as OpenRouter's decimal strings; an id not in it is listed
+at PRICE), `models_status` (answer the list with that error instead), and scripts
+transcripts (`script_transcription`) or lets the default answer name what it heard
+("TRANSCRIPT: <n> bytes of <format>")."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from aiohttp import web
 
 #: The formats OpenRouter's speech-to-text documents.
 AUDIO_FORMATS = frozenset({"wav", "mp3", "flac", "m4a", "ogg", "webm", "aac", "mp4", "mpeg"})
+#: What a listed model costs per token unless `prices` says otherwise (prompt, completion).
+PRICE = ("0.000001", "0.000002")
 
 
 @dataclass(slots=True)
@@ -47,6 +51,7 @@ class MediaEndpoints:
 
     def _init_media(self) -> None:
         self.models: dict[str, list[str]] = {}
+        self.prices: dict[str, tuple[str, str]] = {}
         self.models_status = 200
         self.model_list_requests = 0
         self.transcription_requests: list[dict[str, Any]] = []
@@ -86,7 +91,9 @@ class MediaEndpoints:
                     "input_modalities": list(modalities),
                     "output_modalities": ["text"],
                 },
-                "pricing": {"prompt": "0.000001", "completion": "0.000002"},
+                "pricing": dict(
+                    zip(("prompt", "completion"), self.prices.get(model, PRICE), strict=True)
+                ),
             }
             for model, modalities in self.models.items()
         ]

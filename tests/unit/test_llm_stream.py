@@ -5,27 +5,38 @@ the first piece, a consumer that goes away, and what the ledger charges for each
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Pacing, Reply
+from tests.unit.test_media_transcribe import llm_settings
 
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
 from membot.llm.errors import LLMRateLimited, LLMUnavailable
-from membot.llm.model import LLMResponse, StreamItem
+from membot.llm.model import CallOptions, LLMResponse, StreamItem
+from membot.media.catalog import ModelCatalog
+from membot.media.provider import provider_client
 from membot.usage import charged_to
 from membot.usage.files import FileLedger
 from membot.usage.ledger import MeteredModel
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 6}'}}
 CHAT = ConversationId.parse("tg:7")
+
+
+def today() -> datetime:
+    """The ledger's clock."""
+    return datetime(2026, 11, 25, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -35,6 +46,15 @@ async def model(llm: FakeLLM) -> AsyncIterator[OpenAIChatModel]:
     )
     yield chat_model
     await chat_model.close()
+
+
+@pytest.fixture
+async def catalog(llm: FakeLLM) -> AsyncIterator[ModelCatalog]:
+    """The provider's model list (not fetched until a test refreshes it)."""
+    llm.models = {"test/model": ["text"]}
+    client = provider_client(replace(llm_settings(llm.base_url), api_key=SecretStr(API_KEY)))
+    yield ModelCatalog(client)
+    await client.close()
 
 
 def user(text: str) -> list[dict[str, Any]]:
@@ -139,22 +159,83 @@ async def test_a_streamed_call_is_charged_like_a_plain_one(
     assert totals.prompt_tokens == 2 * streamed.usage.prompt_tokens
 
 
-async def test_a_stream_stopped_early_is_charged_an_estimate_without_cost(
-    llm: FakeLLM, model: OpenAIChatModel, tmp_path: Path
+async def stop_after_first_piece(
+    llm: FakeLLM, metered: MeteredModel, *, reply: Reply | None = None, asked: str | None = None
+) -> None:
+    """A 40-character prompt (10 tokens), closed after its first piece of 8 (2 tokens)."""
+    llm.script(reply or Reply(content="w" * 400, pacing=Pacing(delay=0.05)))
+    gone = llm.streams_gone
+    with charged_to(7, CHAT):
+        stream = metered.stream(user("x" * 40), options=CallOptions(model=asked))
+        async with aclosing(stream) as items:
+            assert await anext(items) == "w" * 8
+    await llm.wait_until(lambda: llm.streams_gone == gone + 1, what="the client to go away")
+
+
+async def test_a_stream_stopped_early_is_charged_an_estimate_at_the_list_price(
+    llm: FakeLLM, model: OpenAIChatModel, catalog: ModelCatalog, tmp_path: Path
 ) -> None:
     """The provider reports usage in the last chunk only; it bills what it generated all
-    the same: tokens are estimated (about 4 characters each), the cost is unknown."""
-    llm.price_per_token = "0.01"
+    the same: tokens are estimated (about 4 characters each), priced at the model's list
+    price (the provider's model list), and the charge is marked as estimated."""
+    llm.price_per_token = "0.01"  # what the provider would report: not reported here
+    llm.prices = {"test/model": ("0.0000015", "0.000006")}
+    await catalog.refresh()
     ledger = FileLedger(tmp_path)
-    metered = MeteredModel(model, ledger, lambda: datetime(2026, 11, 25, tzinfo=UTC))
-    llm.script(Reply(content="w" * 400, pacing=Pacing(delay=0.05)))
-    with charged_to(7, CHAT):
-        async with aclosing(metered.stream(user("x" * 40))) as items:
-            assert await anext(items) == "w" * 8
-    await llm.wait_until(lambda: llm.streams_gone == 1, what="the client to go away")
+    metered = MeteredModel(model, ledger, today, prices=catalog)
+    await stop_after_first_piece(llm, metered)
     totals = await ledger.totals("user", "7", "2026-11")
-    assert (totals.calls, totals.unpriced, totals.cost) == (1, 1, 0)
+    assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
     assert (totals.prompt_tokens, totals.completion_tokens) == (10, 2)
+    assert totals.cost == Decimal("0.000027")  # 10 x 0.0000015 + 2 x 0.000006, exactly
+    assert (await ledger.totals("chat", str(CHAT), "2026-11-25")).cost == totals.cost
+
+
+async def test_without_a_price_the_estimate_is_unpriced(
+    llm: FakeLLM, model: OpenAIChatModel, catalog: ModelCatalog, tmp_path: Path
+) -> None:
+    """The list not fetched yet (or no list at all), or a model it lacks: tokens only."""
+    ledger = FileLedger(tmp_path)
+    await stop_after_first_piece(llm, MeteredModel(model, ledger, today))
+    await stop_after_first_piece(llm, MeteredModel(model, ledger, today, prices=catalog))
+    llm.models = {"other/model": ["text"]}
+    await catalog.refresh()
+    await stop_after_first_piece(llm, MeteredModel(model, ledger, today, prices=catalog))
+    totals = await ledger.totals("user", "7", "2026-11")
+    assert (totals.calls, totals.estimated, totals.unpriced, totals.cost) == (3, 3, 3, 0)
+
+
+@pytest.mark.parametrize(
+    ("listed", "charged"),
+    [
+        # The model the router picked, named in the stream, at its price.
+        ({"vendor/picked": ("0.00001", "0.00002")}, ("vendor/picked", "0.00014")),
+        # The picked one unknown: the one asked for, if it has a price.
+        ({"openrouter/auto": ("0.000001", "0.000001")}, ("openrouter/auto", "0.000012")),
+        # Neither: unpriced, recorded as the model that wrote it.
+        ({}, ("vendor/picked", None)),
+    ],
+)
+async def test_a_router_stopped_early_is_charged_at_the_model_it_picked(
+    llm: FakeLLM,
+    model: OpenAIChatModel,
+    catalog: ModelCatalog,
+    tmp_path: Path,
+    listed: dict[str, tuple[str, str]],
+    charged: tuple[str, str | None],
+) -> None:
+    llm.models = {"openrouter/auto": ["text"], **{m: ["text"] for m in listed}}
+    llm.prices = {"openrouter/auto": ("-1", "-1"), **listed}  # OpenRouter's: variable
+    await catalog.refresh()
+    ledger = FileLedger(tmp_path)
+    metered = MeteredModel(model, ledger, today, prices=catalog)
+    reply = Reply(content="w" * 400, model="vendor/picked", pacing=Pacing(delay=0.05))
+    await stop_after_first_piece(llm, metered, reply=reply, asked="openrouter/auto")
+    assert llm.chat_requests[-1]["model"] == "openrouter/auto"
+    await ledger.close()
+    [line] = (tmp_path / "usage.jsonl").read_text().splitlines()
+    row = json.loads(line)
+    assert (row["model"], row.get("cost"), row["estimated"]) == (*charged, True)
 
 
 async def test_a_stream_closed_before_its_first_piece_is_charged_nothing(

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from decimal import Decimal
 
 import pytest
 from openai import AsyncOpenAI
 from tests.fakes import FakeLLM
 from tests.unit.test_media_transcribe import KEY, llm_settings
 
+from membot.llm.model import Price
 from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
 
@@ -107,3 +109,28 @@ async def test_an_empty_list_means_text_only(llm: FakeLLM, client: AsyncOpenAI) 
     catalog = ModelCatalog(client)
     llm.models = {}
     assert await catalog.refresh() and not catalog.sees_images("openai/gpt-4o-mini")
+
+
+async def test_list_prices_are_known_per_token_exactly(llm: FakeLLM, client: AsyncOpenAI) -> None:
+    """What a stopped answer is charged at: OpenRouter's per-token prices, decimal strings."""
+    llm.prices = {
+        "openai/gpt-4o-mini": ("0.00000015", "0.0000006"),
+        "google/gemma:free": ("0", "0"),
+        "vendor/odd": ("", "n/a"),  # unreadable: no price, the rest of the list still read
+        "openrouter/auto": ("-1", "-1"),  # a router: the price of whichever model it picks
+    }
+    llm.models["openrouter/auto"] = ["text", "image"]
+    catalog = ModelCatalog(client)
+    assert catalog.price("openai/gpt-4o-mini") is None  # not fetched yet: unknown
+    assert await catalog.refresh()
+    mini = catalog.price("openai/gpt-4o-mini")
+    assert mini is not None and mini.of(1000, 100) == Decimal("0.00021")
+    assert catalog.price("meta/llama-text") == Price(Decimal("0.000001"), Decimal("0.000002"))
+    free = catalog.price("google/gemma:free")
+    assert free is not None and free.of(10**6, 10**6) == 0
+    # An unlisted variant as its base model, but not an unlisted free one.
+    assert catalog.price("openai/gpt-4o-mini:nitro") == mini
+    assert catalog.price("meta/llama-text:free") is None
+    assert catalog.price("vendor/odd") is None and not catalog.sees_images("vendor/odd")
+    assert catalog.price("openrouter/auto") is None and catalog.sees_images("openrouter/auto")
+    assert catalog.price("unknown/model") is None

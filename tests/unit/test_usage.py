@@ -5,6 +5,7 @@ clients sharing one budget and one window on Redis."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -102,6 +103,35 @@ async def test_the_report_sums_each_user_and_chat_since_a_day(ledgers: Backend) 
     assert rows[("user", "7")].cost == Decimal(4)
     assert rows[("chat", str(CHAT))].cost == Decimal(6)
     assert rows[("chat", str(CHAT))].calls == 2
+
+
+async def test_estimated_charges_are_counted_apart_and_read_back(ledgers: Backend) -> None:
+    """A stopped answer's estimate: its cost counts like a reported one, and the ledger
+    says how many calls were estimated (after a restart too, and in the report)."""
+    first = ledgers()
+    await first.record(replace(charge("0.000123"), estimated=True))
+    await first.record(charge("0.25"))
+    await first.record(replace(charge(None), estimated=True))  # a model without a price
+    await first.close()
+    again = ledgers()
+    day = await again.totals("user", str(USER), "2026-11-30")
+    assert (day.calls, day.estimated, day.unpriced) == (3, 2, 1)
+    assert day.cost == Decimal("0.250123")
+    [row] = [r for r in await again.report("2026-11-30", "2026-11-30") if r.kind == "chat"]
+    assert row.totals.to_dict()["estimated_calls"] == 2
+
+
+def test_lines_written_before_estimates_were_marked_read_as_reported(tmp_path: Path) -> None:
+    import asyncio
+
+    old = (
+        '{"ts":"2026-11-30T12:00:00Z","purpose":"chat","model":"test/model",'
+        '"prompt_tokens":100,"completion_tokens":20,"cached_tokens":10,"cost":"0.5",'
+        f'"user_id":{USER},"conversation":"{CHAT}"}}\n'
+    )
+    (tmp_path / "usage.jsonl").write_text(old)
+    totals = asyncio.run(FileLedger(tmp_path).totals("user", str(USER), "2026-11"))
+    assert (totals.calls, totals.cost, totals.estimated) == (1, Decimal("0.5"), 0)
 
 
 def test_a_torn_line_is_skipped_with_a_warning(

@@ -69,9 +69,10 @@ def test_the_table_and_json_from_files(tmp_path: Path) -> None:
         "cached%",
         "cost",
         "unpriced",
+        "estimated",
     ]
     table_rows = [line.split() for line in lines]
-    assert ["chat", "tg:-5", "2", "20", "10", "5", "25%", "0.3", "0"] in table_rows
+    assert ["chat", "tg:-5", "2", "20", "10", "5", "25%", "0.3", "0", "0"] in table_rows
 
 
 def test_redis_and_a_bad_date(tmp_path: Path, prefix: str) -> None:

@@ -18,7 +18,7 @@ from membot.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem
+from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem, StreamNotes
 from membot.llm.streaming import Assembler
 from membot.llm.wire import (
     WEB_PLUGIN,
@@ -119,12 +119,13 @@ class OpenAIChatModel:
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         options: CallOptions | None = None,
+        notes: StreamNotes | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """The same call with `stream: true`: the text as it is written, then the whole
         LLMResponse (usage from the last chunk, tool calls put together). Errors are those
         of `complete`, before the first piece or after it. A consumer that stops early
         (closes the generator, or is cancelled) closes the HTTP stream, and the provider
-        stops generating."""
+        stops generating; `notes` then names the model the provider said was answering."""
         opts = options or _NO_OPTIONS
         model = opts.model or self.model
         started = time.perf_counter()
@@ -146,6 +147,8 @@ class OpenAIChatModel:
             finished = True
             raise self._failure(purpose, model, started, exc) from None
         finally:
+            if notes is not None:  # whoever closed it early learns who wrote what it got
+                notes.model = assembled.answered_by
             if not finished:  # the consumer went away: nothing more is read or paid for
                 log.info(
                     "llm %s: model=%s status=stopped duration=%.3fs",

@@ -53,6 +53,27 @@ class CallOptions:
             raise ValueError("max_tokens must be at least 1")
 
 
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A model's list price in the provider's currency per token (OpenRouter's `pricing`):
+    what a call costs when the provider reported its tokens but not its cost."""
+
+    prompt: Decimal
+    completion: Decimal
+
+    def of(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return prompt_tokens * self.prompt + completion_tokens * self.completion
+
+
+@dataclass(slots=True)
+class StreamNotes:
+    """What a streamed call learned on its way, for a consumer that closes it early: the
+    model the provider says is answering (a router such as openrouter/auto names the
+    concrete one in every chunk); empty until a chunk named it."""
+
+    model: str = ""
+
+
 #: What a streamed call yields: pieces of text as the model writes them, then (last) the
 #: whole LLMResponse, exactly what `complete` would have returned.
 StreamItem = str | LLMResponse
@@ -61,7 +82,8 @@ StreamItem = str | LLMResponse
 class ChatModel(Protocol):
     """What the agent and the summarizer need from a model: a completion, whole (`complete`)
     or as it is written (`stream`). A streamed call is charged, retried and refused like a
-    plain one; a consumer that closes the iterator early (or is cancelled) ends the call."""
+    plain one; a consumer that closes the iterator early (or is cancelled) ends the call.
+    `notes`, when given, is filled in as the stream goes (the answering model)."""
 
     async def complete(
         self,
@@ -81,6 +103,7 @@ class ChatModel(Protocol):
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         options: CallOptions | None = None,
+        notes: StreamNotes | None = None,
     ) -> AsyncGenerator[StreamItem, None]: ...
 
     async def close(self) -> None: ...

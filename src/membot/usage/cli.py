@@ -77,6 +77,7 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
         "cached%",
         "cost",
         "unpriced",
+        "estimated",
     )
     table = [header] + [
         (
@@ -89,6 +90,7 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
             f"{r.totals.cached_percent}%",
             format(r.totals.cost.normalize(), "f"),
             str(r.totals.unpriced),
+            str(r.totals.estimated),
         )
         for r in rows
     ]

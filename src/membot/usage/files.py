@@ -42,6 +42,8 @@ def charge_to_json(charge: Charge) -> str:
         data["user_id"] = charge.user_id
     if charge.conversation is not None:
         data["conversation"] = str(charge.conversation)
+    if charge.estimated:  # only then: the lines written before it existed read as reported
+        data["estimated"] = True
     return json.dumps(data, separators=(",", ":"))
 
 
@@ -59,6 +61,7 @@ def charge_from_json(line: str) -> Charge:
         cost=Decimal(cost) if cost is not None else None,
         user_id=int(data["user_id"]) if data.get("user_id") is not None else None,
         conversation=ConversationId.parse(conversation) if conversation else None,
+        estimated=data.get("estimated") is True,
     )
 
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from membot.clock import Clock
 from membot.ids import ConversationId
+from membot.llm.model import StreamNotes
+from membot.usage.estimate import PriceList, estimate
 
 if TYPE_CHECKING:
     from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, StreamItem
@@ -60,7 +62,9 @@ def current_payer() -> Payer | None:
 
 @dataclass(frozen=True, slots=True)
 class Charge:
-    """One model call's usage. `cost` is None when the provider reported none."""
+    """One model call's usage. `cost` is None when the provider reported none (and none
+    could be worked out). `estimated`: the provider reported nothing, the tokens (and the
+    cost) are membot's estimate (a stream closed early, usage/estimate.py)."""
 
     at: datetime
     purpose: str
@@ -71,6 +75,7 @@ class Charge:
     cost: Decimal | None = None
     user_id: int | None = None
     conversation: ConversationId | None = None
+    estimated: bool = False
 
     def subjects(self) -> list[tuple[Kind, str]]:
         out: list[tuple[Kind, str]] = []
@@ -83,7 +88,8 @@ class Charge:
 
 @dataclass(slots=True)
 class Totals:
-    """Sums over some calls. `cost` adds what was reported; `unpriced` counts calls without."""
+    """Sums over some calls. `cost` adds what was reported (or estimated); `unpriced` counts
+    calls without a cost, `estimated` those whose usage was estimated."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -91,6 +97,7 @@ class Totals:
     cached_tokens: int = 0
     cost: Decimal = field(default_factory=lambda: ZERO)
     unpriced: int = 0
+    estimated: int = 0
 
     def add(self, charge: Charge) -> None:
         self.calls += 1
@@ -101,6 +108,7 @@ class Totals:
             self.unpriced += 1
         else:
             self.cost += charge.cost
+        self.estimated += charge.estimated
 
     def merge(self, other: Totals) -> None:
         self.calls += other.calls
@@ -109,6 +117,7 @@ class Totals:
         self.cached_tokens += other.cached_tokens
         self.cost += other.cost
         self.unpriced += other.unpriced
+        self.estimated += other.estimated
 
     @property
     def tokens(self) -> int:
@@ -130,6 +139,7 @@ class Totals:
             "cached_percent": self.cached_percent,
             "cost": format(self.cost, "f"),
             "unpriced_calls": self.unpriced,
+            "estimated_calls": self.estimated,
         }
 
 
@@ -173,10 +183,17 @@ class MeteredModel:
     """A ChatModel that records what each call cost (see the module's docstring). A ledger
     that fails is logged, never the call's failure: the answer was paid for already."""
 
-    def __init__(self, inner: ChatModel, ledger: UsageLedger, clock: Clock) -> None:
+    def __init__(
+        self,
+        inner: ChatModel,
+        ledger: UsageLedger,
+        clock: Clock,
+        prices: PriceList | None = None,
+    ) -> None:
         self.inner = inner
         self.ledger = ledger
         self.clock = clock
+        self.prices = prices  # the list prices a stopped stream's estimate is charged at
         self._failing = False
 
     @property
@@ -206,16 +223,21 @@ class MeteredModel:
         tools: Sequence[dict[str, Any]] | None = None,
         tool_choice: str | None = None,
         options: CallOptions | None = None,
+        notes: StreamNotes | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """The inner model's stream, charged like a plain call when its response arrives.
         The provider reports the usage in the stream's last chunk only: a stream its consumer
         closed before that (the user pressed Stop, an API client went away) once something
-        was written is charged an estimate, about 4 characters a token of the prompt and of
-        what was written, with no cost (the provider still bills what it generated; the
-        cost is unknown, so it is counted as an unpriced call). A call that failed, or was
-        closed before its first piece, is charged nothing."""
+        was written is charged an estimate at the model's list price (usage/estimate.py).
+        A call that failed, or was closed before its first piece, is charged nothing."""
+        notes = notes if notes is not None else StreamNotes()
         items = self.inner.stream(
-            messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
+            messages,
+            purpose=purpose,
+            tools=tools,
+            tool_choice=tool_choice,
+            options=options,
+            notes=notes,
         )
         written = 0
         ended = False  # answered (and charged), or failed
@@ -233,10 +255,13 @@ class MeteredModel:
             raise
         finally:
             if not ended and written:
-                model = options.model if options is not None and options.model else self.model
-                await self._record(purpose, estimate(model, messages, written))
+                asked = options.model if options is not None and options.model else self.model
+                guess = estimate((notes.model, asked), messages, written, self.prices)
+                await self._record(purpose, guess, estimated=True)
 
-    async def _record(self, purpose: str, response: LLMResponse) -> None:
+    async def _record(
+        self, purpose: str, response: LLMResponse, *, estimated: bool = False
+    ) -> None:
         payer = _payer.get() or Payer(None, None)
         usage = response.usage
         charge = Charge(
@@ -249,6 +274,7 @@ class MeteredModel:
             cost=usage.cost,
             user_id=payer.user_id,
             conversation=payer.conversation,
+            estimated=estimated,
         )
         try:
             await self.ledger.record(charge)
@@ -261,21 +287,3 @@ class MeteredModel:
 
     async def close(self) -> None:
         await self.inner.close()
-
-
-def estimate(model: str, messages: Sequence[ChatMessage], written: int) -> LLMResponse:
-    """A stopped stream's usage, which the provider never reported: about 4 characters a
-    token, the prompt's text (its images not counted) and what was written; no cost."""
-    from membot.llm.model import LLMResponse, Usage
-
-    prompt = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            prompt += len(content)
-        elif isinstance(content, list):
-            prompt += sum(
-                len(str(part.get("text", ""))) for part in content if isinstance(part, dict)
-            )
-    usage = Usage(prompt_tokens=-(-prompt // 4), completion_tokens=-(-written // 4))
-    return LLMResponse(content="", model=model, finish_reason="stopped", usage=usage)

@@ -2,8 +2,9 @@
 
 Sums are hashes, one per subject and period: `{p}usage:user:42:2026-11-25`,
 `{p}usage:chat:tg:-100:2026-11`, with the fields `calls`, `prompt`, `completion`, `cached`,
-`unpriced` and `cost`. Cost is kept as an integer count of 10^-12 of the provider's
-currency (HINCRBY is exact; a float would not be); costs finer than that are rounded to it.
+`unpriced`, `estimated` and `cost` (a field never added to is absent: 0). Cost is kept as an
+integer count of 10^-12 of the provider's currency (HINCRBY is exact; a float would not be);
+costs finer than that are rounded to it.
 One charge updates its (up to) four hashes in one MULTI, so no reader sees half of it. Each
 day has an index set of its subjects (`{p}usage:days:2026-11-25`) for `membot usage`. Days
 are kept 400 days, months 800.
@@ -57,6 +58,8 @@ class RedisLedger:
             fields["unpriced"] = 1
         else:
             fields["cost"] = to_units(charge.cost)
+        if charge.estimated:
+            fields["estimated"] = 1
         async with self.client.pipeline(transaction=True) as pipe:
             for kind, subject in charge.subjects():
                 for period, ttl in ((day, DAY_TTL), (month, MONTH_TTL)):
@@ -100,6 +103,7 @@ def _totals(raw: dict[bytes | str, bytes | str]) -> Totals:
         cached_tokens=values.get("cached", 0),
         cost=from_units(values.get("cost", 0)),
         unpriced=values.get("unpriced", 0),
+        estimated=values.get("estimated", 0),
     )
 
 
