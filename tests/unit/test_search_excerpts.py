@@ -381,3 +381,11 @@ async def test_a_kept_summary_and_fact_are_shown_with_their_messages(
     # Each message once, however many entries point at it.
     shown = [line for line in text.splitlines() if line.startswith("[")]
     assert len(shown) == len(set(shown))
+
+
+def test_an_index_gone_since_the_search_shows_nothing_and_stays_gone(tmp_path: Path) -> None:
+    # A reset drops the file between the search and the reading of the hits' neighbours.
+    gone = tmp_path / "search.sqlite3"
+    hit = SearchHit(1, START, "user", "Anna", "the zebra", 1.0)
+    assert gather(gone, [hit], match_expression("zebra") or "", 2000) == []
+    assert not gone.exists()

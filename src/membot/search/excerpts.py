@@ -13,13 +13,14 @@ message cannot eat the budget. present.py turns the excerpts into text.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from membot.search.hits import SearchHit
-from membot.search.store import best_between, messages_between
+from membot.search.store import best_between, messages_between, reading
 
 #: The default budget of one search's result, in (estimated) tokens: SEARCH_BUDGET_TOKENS.
 DEFAULT_BUDGET_TOKENS = 2000
@@ -187,7 +188,7 @@ def _aware(when: datetime | None) -> datetime | None:
 class _Reader:
     """What a hit's context is read with: the index file, the query, and the period."""
 
-    path: Path
+    conn: sqlite3.Connection
     match: str
     neighbours: tuple[int, int]
     since: datetime | None
@@ -207,7 +208,7 @@ class _Reader:
         after them."""
         before, after = self.neighbours
         rows = self._within(
-            messages_between(self.path, first - before - _SLACK, last + after + _SLACK)
+            messages_between(self.conn, first - before - _SLACK, last + after + _SLACK)
         )
         inside = [r for r in rows if first <= r.seq <= last]
         earlier = [r for r in rows if r.seq < first][-max(before, 1) :]
@@ -221,7 +222,7 @@ class _Reader:
         group = _Group(spans=[], score=hit.score)
         if hit.kind == "summary" and hit.covers is not None:
             first, last = hit.covers
-            picks = self._within(best_between(self.path, self.match, first, last, SUMMARY_PICKS))
+            picks = self._within(best_between(self.conn, self.match, first, last, SUMMARY_PICKS))
             group.spans = [(p.seq, p.seq) for p in picks]
             group.lines = {_key(p): Line(p, hit=True) for p in picks}
             group.notes[(hit.kind, hit.content)] = hit
@@ -254,8 +255,15 @@ def gather(
     budget is left out and the next ones are still tried: a shorter one may fit. With a
     period (the search's), the context is of that period too. Reads the index file at
     `path` (in a worker thread: this is blocking I/O)."""
-    reader = _Reader(path, match, neighbours, _aware(since), _aware(until))
-    room = budget_tokens * CHARS_PER_TOKEN - INTRO_CHARS
+    with reading(path) as conn:
+        if conn is None:  # the index went (a reset) since the search: nothing to show
+            return []
+        reader = _Reader(conn, match, neighbours, _aware(since), _aware(until))
+        groups = _fill(reader, hits, budget_tokens * CHARS_PER_TOKEN - INTRO_CHARS)
+    return sorted((g.freeze() for g in groups), key=lambda e: -e.score)
+
+
+def _fill(reader: _Reader, hits: Sequence[SearchHit], room: int) -> list[_Group]:
     groups: list[_Group] = []
     used = 0
     for hit in hits:
@@ -272,4 +280,4 @@ def gather(
         else:
             # Shown already, it is marked as a hit at no cost: lines are cut alike.
             any(group.mark(hit) for group in groups)
-    return sorted((g.freeze() for g in groups), key=lambda e: -e.score)
+    return groups

@@ -8,9 +8,10 @@ schema.py, the rows in neighbours.py and entries.py.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -132,10 +133,20 @@ ORDER BY t.rank LIMIT ?
 """
 
 
-def _read(path: Path) -> sqlite3.Connection:
-    # Read-only: a chat dropped (reset) between a search and this read must not get an
-    # empty index file back.
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """One read-only connection for many reads (an excerpt's dozens); None when there is no
+    index (any more). Read-only: a chat dropped (reset) between a search and this read must
+    not get an empty index file back."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
+    except sqlite3.OperationalError:
+        yield None
+        return
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def _message(row: tuple[int, str, str, str | None, str, float]) -> SearchHit:
@@ -143,24 +154,23 @@ def _message(row: tuple[int, str, str, str | None, str, float]) -> SearchHit:
     return SearchHit(int(seq), parse_iso(ts), str(role), name, str(content), float(score))
 
 
-def _rows(path: Path, sql: str, args: tuple[object, ...]) -> list[SearchHit]:
-    try:
-        conn = _read(path)
-    except sqlite3.OperationalError:  # no index (any more): nothing around anything
-        return []
-    try:
-        return [_message(row) for row in conn.execute(sql, args).fetchall()]
-    finally:
-        conn.close()
+def _rows(source: Path | sqlite3.Connection, sql: str, args: tuple[object, ...]) -> list[SearchHit]:
+    if isinstance(source, Path):
+        with reading(source) as conn:
+            return _rows(conn, sql, args) if conn is not None else []
+    return [_message(row) for row in source.execute(sql, args).fetchall()]
 
 
-def messages_between(path: Path, first_seq: int, last_seq: int) -> list[SearchHit]:
-    """The indexed messages with seq first_seq..last_seq, chronological."""
-    return _rows(path, _BETWEEN, (max(first_seq, 1), last_seq))
+def messages_between(
+    source: Path | sqlite3.Connection, first_seq: int, last_seq: int
+) -> list[SearchHit]:
+    """The indexed messages with seq first_seq..last_seq, chronological (`source`: the
+    index file, or a connection from `reading`)."""
+    return _rows(source, _BETWEEN, (max(first_seq, 1), last_seq))
 
 
 def best_between(
-    path: Path, match: str, first_seq: int, last_seq: int, limit: int
+    source: Path | sqlite3.Connection, match: str, first_seq: int, last_seq: int, limit: int
 ) -> list[SearchHit]:
     """The best `limit` messages for `match` among seq first_seq..last_seq, best first."""
-    return _rows(path, _BEST_BETWEEN, (match, max(first_seq, 1), last_seq, limit))
+    return _rows(source, _BEST_BETWEEN, (match, max(first_seq, 1), last_seq, limit))
