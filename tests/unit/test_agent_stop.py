@@ -13,6 +13,7 @@ from membot.core.agent import Agent
 from membot.core.prompt import PromptBuilder
 from membot.core.stops import Stops, until_stopped
 from membot.core.summarizer import Summarizer
+from membot.core.tools.context import TurnContext
 from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.tools import NativeMode, ToolExecutor, ToolRegistry
@@ -92,6 +93,8 @@ async def test_a_stopped_round_counts_as_answered(
 async def test_a_stop_while_tools_run_cancels_them_and_keeps_nothing_half_done(
     model: ScriptedModel, repo: MemoryRepository
 ) -> None:
+    """Calls of the round cut short are not stored, nor what those that had ended changed
+    (a fact noted, a consultation started): the turn keeps what the user saw."""
     running = asyncio.Event()
     cancelled: list[bool] = []
     registry = ToolRegistry()
@@ -111,7 +114,33 @@ async def test_a_stop_while_tools_run_cancels_them_and_keeps_nothing_half_done(
             raise
         return "never"
 
-    model.script(Reply("Let me look that up.", tool_call("look_up", query="Kazan")))
+    @registry.tool
+    async def note(ctx: TurnContext, fact: str) -> str:
+        """Note a fact.
+
+        Args:
+            fact: The fact.
+        """
+        assert ctx.facts is not None
+        await ctx.facts.add(fact)
+        return "noted"
+
+    @registry.tool
+    async def start_consultation(ctx: TurnContext, request: str) -> str:
+        """Start a consultation.
+
+        Args:
+            request: What it is about.
+        """
+        assert ctx.consultation is not None
+        return ctx.consultation.start(request, 3)
+
+    calls = (
+        tool_call("note", fact="Anna likes Kazan"),
+        tool_call("start_consultation", request="a trip"),
+        tool_call("look_up", query="Kazan"),
+    )
+    model.script(Reply("Let me look that up.", *calls))
     sink = StoppableSink()
     turn = asyncio.create_task(
         make(model, repo, ToolExecutor(registry, timeout=60)).respond(said("Kazan?"), sink)
@@ -120,7 +149,7 @@ async def test_a_stop_while_tools_run_cancels_them_and_keeps_nothing_half_done(
     sink.stop.set()
     result = await turn
     assert cancelled == [True]
-    assert result.stopped and result.reply == ""
+    assert result.stopped and result.reply == "" and result.plan is None
     stored = [(m.role, m.content, m.tool_calls, m.stopped) for m in await archive(repo)]
     assert stored == [
         ("user", "Kazan?", (), False),
@@ -129,6 +158,8 @@ async def test_a_stop_while_tools_run_cancels_them_and_keeps_nothing_half_done(
     ]
     assert sink.progress_texts == ["Let me look that up."]
     assert len(model.requests) == 1
+    assert await repo.get_facts(CHAT) == []
+    assert (await repo.get_meta(CHAT)).state.mode == "chat"
 
 
 async def test_stops_reach_only_an_answer_in_progress() -> None:

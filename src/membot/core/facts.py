@@ -51,6 +51,14 @@ class FactsDraft:
             self._ops.append(("remove", tuple(removed)))
         return removed
 
+    def mark(self) -> int:
+        """Where the changes stand now, for `undo`."""
+        return len(self._ops)
+
+    def undo(self, mark: int) -> None:
+        """Drop the changes made since `mark` (tool calls cut short by the user's Stop)."""
+        del self._ops[mark:]
+
     async def commit(self) -> None:
         """Apply the changes, in the order the tools made them."""
         for op, items in self._ops:

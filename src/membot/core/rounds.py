@@ -122,8 +122,13 @@ class ToolRounds:
             if stop is None:
                 results = await self.tools.run(calls, tool_ctx, registry)
             else:
+                facts = tool_ctx.facts.mark() if tool_ctx.facts is not None else 0
+                before = plan.round
                 ran = await until_stopped(self.tools.run(calls, tool_ctx, registry), stop)
-                if ran is None:  # stopped: the calls are not kept without their results
+                if ran is None:  # stopped: the calls are not kept without their results,
+                    if tool_ctx.facts is not None:  # nor what those that ended changed
+                        tool_ctx.facts.undo(facts)
+                    plan.round = before
                     if text:
                         produced.append(Message(role="assistant", content=text))
                     return self._stopped(produced, "", call)
