@@ -43,7 +43,7 @@ def bot(text: str, day: int = 0, minute: int = 0) -> Message:
     return Message(role="assistant", content=text, ts=T0 + timedelta(days=day, minutes=minute))
 
 
-def remember(fact: str, call_id: str, day: int = 0) -> list[Message]:
+def remember(fact: str, call_id: str, day: int = 0, result: str = "") -> list[Message]:
     """A turn's tool use as the agent stores it: the call, then the tool's result."""
     arguments = json.dumps({"fact": fact})
     call = {
@@ -54,7 +54,7 @@ def remember(fact: str, call_id: str, day: int = 0) -> list[Message]:
     ts = T0 + timedelta(days=day, minutes=1)
     return [
         Message(role="assistant", content="", tool_calls=(call,), ts=ts),
-        Message(role="tool", content=f"Remembered: {fact}", tool_call_id=call_id, ts=ts),
+        Message(role="tool", content=result or f"Remembered: {fact}", tool_call_id=call_id, ts=ts),
     ]
 
 
@@ -63,6 +63,10 @@ def small_talk(count: int, day: int = 0) -> list[Message]:
     return [
         said("Boris", f"chat {i} about the {topics[i % len(topics)]}", day, i) for i in range(count)
     ]
+
+
+LEASE_FILE = "0123456789abcdef0123456789abcdef.txt"
+LEASE = Attachment(kind="document", file=LEASE_FILE, name="lease.txt")
 
 
 def conversation() -> list[Message]:
@@ -77,6 +81,9 @@ def conversation() -> list[Message]:
         said("Anna", "the deposit for the flat is due on Friday", day=2),
         *remember("The flat's deposit is due on Friday", "c2", day=2),
         said("Boris", "I will transfer my half tonight", day=2, minute=5),
+        # A document's pieces are rows of their own, nobody's neighbours.
+        Message(role="user", content="the lease", name="Anna", attachments=(LEASE,), ts=T0),
+        said("Carla", "thanks, reading it", day=2, minute=9),
     ]
 
 
@@ -97,6 +104,8 @@ async def test_one_message_at_a_time_indexes_exactly_what_one_batch_does(
     repo: FileRepository, search: HistorySearch
 ) -> None:
     messages = conversation()
+    for cid in (CHAT, OTHER):
+        await repo.put_file(cid, LEASE_FILE, b"The deposit is two months of rent.")
     await repo.append(CHAT, messages)
     await search.search(CHAT, "concert")
     for message in messages:
@@ -106,6 +115,14 @@ async def test_one_message_at_a_time_indexes_exactly_what_one_batch_does(
     batch, single = dump(search.index_path(CHAT)), dump(search.index_path(OTHER))
     assert single == batch
     assert len(batch[0]) > 100
+    # The same scores too: BM25 also reads the rows' lengths and the average.
+    for query in ("concert album", "painting watercolours", "deposit Friday", "Boris half"):
+        hits = [await search.search(cid, query, 10) for cid in (CHAT, OTHER)]
+        assert [(h.seq, h.kind, h.score) for h in hits[0]] == [
+            (h.seq, h.kind, h.score) for h in hits[1]
+        ]
+    kinds = {hit.kind for hit in await search.search(OTHER, "deposit flat months rent", 10)}
+    assert kinds == {"message", "document", "fact"}
 
 
 async def test_the_answer_is_found_by_the_words_of_the_question_before_it(
@@ -201,6 +218,12 @@ async def test_a_fact_kept_with_remember_is_an_entry_pointing_at_its_turn(
     assert deposit.content == "The flat's deposit is due on Friday"
     assert deposit.ts == T0 + timedelta(days=2, minutes=1)
     assert deposit.covers == (deposit.seq, deposit.seq)
+    # A call that failed kept nothing: no entry.
+    refused = "Error: 100 facts are already kept; forget some first"
+    await repo.append(
+        CHAT, [said("Anna", "remember my cat is Murzik", day=3), *remember("cat", "c3", 3, refused)]
+    )
+    assert {h.kind for h in await search.search(CHAT, "cat Murzik", 10)} == {"message"}
     hits = await search.search(CHAT, "deposit flat", 10)
     assert next(h for h in hits if h.kind == "message").seq == deposit.seq
 

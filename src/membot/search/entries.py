@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from membot.memory.models import Message, iso
@@ -22,10 +22,14 @@ SUMMARY = "summary"
 FACT = "fact"
 # What the model calls to keep a fact (core/tools/builtin.py): tool_names is below search.
 REMEMBER_TOOL = "remember"
+# How a tool's result says it failed (llm/tools/executor.py): "Error: ..." (full list of 100
+# facts, invalid arguments, a timeout).
+TOOL_FAILED = "Error:"
 
 
-def remembered(message: Message) -> Iterator[str]:
-    """The facts an assistant message asked `remember` to keep (OpenAI tool_calls shape)."""
+def remembered(message: Message) -> Iterator[tuple[str, str]]:
+    """(call id, fact) for each fact an assistant message asked `remember` to keep (OpenAI
+    tool_calls shape)."""
     if message.role != "assistant":
         return
     for call in message.tool_calls:
@@ -38,14 +42,20 @@ def remembered(message: Message) -> Iterator[str]:
             continue  # the model's malformed call, which the tool refused as well
         fact = arguments.get("fact") if isinstance(arguments, dict) else None
         if isinstance(fact, str) and fact.strip():
-            yield " ".join(fact.split())
+            yield str(call.get("id") or ""), " ".join(fact.split())
 
 
-def add_facts(conn: sqlite3.Connection, messages: Iterable[Message]) -> None:
+def add_facts(conn: sqlite3.Connection, messages: Sequence[Message]) -> None:
     """Index the facts kept in `messages`, each pointing at the user message that led to it
-    (the nearest indexed one before; the assistant's own when there is none)."""
+    (the nearest indexed one before; the assistant's own when there is none). A call whose
+    result is in `messages` and says it failed kept nothing."""
+    failed = {
+        m.tool_call_id for m in messages if m.role == "tool" and m.content.startswith(TOOL_FAILED)
+    }
     for message in messages:
-        for fact in remembered(message):
+        for call_id, fact in remembered(message):
+            if call_id and call_id in failed:
+                continue
             row = conn.execute(
                 "SELECT id FROM messages WHERE id > 0 AND id < ? AND role = 'user' "
                 "ORDER BY id DESC LIMIT 1",
