@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Hashable
-from typing import Any
+from collections.abc import Awaitable, Coroutine, Hashable
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 class TaskSupervisor:
@@ -66,3 +68,21 @@ class TaskSupervisor:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+async def to_the_end(work: Awaitable[_T]) -> _T:
+    """`work` run to its end even when the caller is cancelled meanwhile; the cancellation is
+    raised once it has ended (its own failure then dropped: nobody is left to hear it). For
+    what must not be left half done: a turn being stored (core/agent.py)."""
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})  # cancelling this wait leaves the task running
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: no "never retrieved" warning
+        raise cancelled
+    return task.result()

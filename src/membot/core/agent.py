@@ -5,7 +5,7 @@ may write; the exchange with the model is core/rounds.py's."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +29,11 @@ from membot.media.errors import UnsupportedType
 from membot.memory.base import ChatRepository
 from membot.memory.models import ChatMeta, Message
 from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
-from membot.tasks import TaskSupervisor
+from membot.tasks import TaskSupervisor, to_the_end
 from membot.tool_names import CONSULTATION_TOOL
 
 if TYPE_CHECKING:
+    from membot.memory.state import ConversationState
     from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
@@ -187,10 +188,9 @@ class Agent:
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds
             )
         after = plan.state_after()
-        for key, data in seen.files:  # before the turn that refers to them
-            await self.repository.put_file(cid, key, data)
-        stored = await self.repository.append(cid, [user, *produced], state=after)
-        await facts.commit()  # what the tools changed, now that the turn is kept
+        # Kept whole once begun: a turn cancelled now (its API client gone) must not leave its
+        # messages saying "Remembered" without the fact, nor files without their turn.
+        stored = await to_the_end(self._keep(cid, seen.files, [user, *produced], after, facts))
         stopped = produced[-1].stopped
         if stopped:  # a consultation's round is answered all the same (stored above)
             log.info("%s: answer stopped by the user, kept as written so far", cid)
@@ -206,6 +206,21 @@ class Agent:
         if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):
             self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))
         return result
+
+    async def _keep(
+        self,
+        cid: ConversationId,
+        files: Sequence[tuple[str, bytes]],
+        messages: list[Message],
+        state: ConversationState | None,
+        facts: FactsDraft,
+    ) -> list[Message]:
+        """Store the turn: its files, its messages (and the state it leaves), its facts."""
+        for key, data in files:  # before the turn that refers to them
+            await self.repository.put_file(cid, key, data)
+        stored = await self.repository.append(cid, messages, state=state)
+        await facts.commit()  # what the tools changed, now that the turn is kept
+        return stored
 
     async def _understand(
         self, incoming: Incoming, plan: TurnPlan, model: str | None
