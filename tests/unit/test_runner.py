@@ -169,15 +169,25 @@ async def test_a_stop_reaches_the_answer_while_its_turn_holds_the_chat(
             await stop.wait()  # the answer goes on until the user stops it
         stopped.put_nowait(entry.update_id)
 
-    runner = Runner(journal, answer, turns=service, repository=repository, stops=service.stops.stop)
+    handed: asyncio.Queue[tuple[int, int, bool]] = asyncio.Queue()
+
+    def stops(chat_id: int, draft_id: int) -> bool:
+        found = service.stops.stop(chat_id, draft_id)
+        handed.put_nowait((chat_id, draft_id, found))
+        return found
+
+    runner = Runner(journal, answer, turns=service, repository=repository, stops=stops)
     await journal.start()
     await runner.start()
     try:
         async with asyncio.timeout(10):
             await journal.put([stop_update(1, 5, 12)])  # nothing in progress yet: ignored
+            assert await handed.get() == (5, 12, False)
             await journal.put([text(2, 5, "plan my year"), text(3, 5, "and then?")])
             assert await writing.get() == 2
             await journal.put([stop_update(4, 5, 13), stop_update(5, 6, 12)])  # not this one
+            assert [await handed.get() for _ in range(2)] == [(5, 13, False), (6, 12, False)]
+            assert stopped.empty()  # the answer goes on
             await journal.put([stop_update(6, 5, 12)])
             assert await stopped.get() == 2
             assert await writing.get() == 3  # the chat goes on: its next update, in turn
