@@ -1,5 +1,6 @@
 """Real media files made in the tests: a voice (OGG/Opus), a round video note (MP4 with
-H.264 video and AAC sound), a JPEG and PNGs, PDFs with and without a text layer, a broken PDF.
+H.264 video and AAC sound), a JPEG and PNGs, PDFs with and without a text layer, a broken PDF,
+PDFs crafted to cost pypdf minutes or hundreds of megabytes.
 
 Made with the libraries membot reads them with (PyAV, Pillow, pypdf's writer) plus a
 hand-written PDF, so a test reads files shaped as real clients send them, not mocks."""
@@ -129,6 +130,11 @@ def _pdf(pages: list[bytes], resources: bytes) -> bytes:
         )
         objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(pages))
+    return _pdf_of(objects)
+
+
+def _pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF of these objects (numbered from 1, the first the catalog), with its xref table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):
@@ -142,6 +148,60 @@ def _pdf(pages: list[bytes], resources: bytes) -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def _flate(content: bytes, entries: bytes = b"") -> bytes:
+    """A stream object of ``content``, Flate-compressed, with these dictionary entries."""
+    packed = zlib.compress(content, 9)
+    return b"<< /Length %d /Filter /FlateDecode %s >>\nstream\n%s\nendstream" % (
+        len(packed),
+        entries,
+        packed,
+    )
+
+
+_HELVETICA = b"/Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >>"
+
+
+def pdf_slow(draws: int = 100, operators: int = 100_000) -> bytes:
+    """A 2 KB PDF of one page that costs pypdf minutes: the page draws a form XObject
+    ``draws`` times, and the form shows a letter ``operators`` times. pypdf parses and runs
+    the form again at each draw (about 0.8 s per draw of 100,000 here), and each stream
+    stays under its limit of tokens per stream."""
+    page = b"BT /F1 12 Tf (Slow) Tj ET " + b"/X Do " * draws
+    form = b"BT /F1 12 Tf " + b"(a) Tj " * operators + b"ET"
+    return _pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << "
+            + _HELVETICA
+            + b" /XObject << /X 5 0 R >> >> /Contents 4 0 R >>",
+            _flate(page),
+            _flate(
+                form,
+                b"/Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << "
+                + _HELVETICA
+                + b" >>",
+            ),
+        ]
+    )
+
+
+def pdf_hungry(numbers: int = 1_900_000) -> bytes:
+    """A 4 KB PDF of one page that is ``numbers`` numbers (under pypdf's limit of 2 million
+    tokens per stream): pypdf holds each as an object, about 180 MB for the default."""
+    content = b"BT /F1 12 Tf 72 720 Td (Hungry) Tj ET " + b"0 " * numbers
+    return _pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << "
+            + _HELVETICA
+            + b" >> /Contents 4 0 R >>",
+            _flate(content),
+        ]
+    )
 
 
 def pdf_with_text(*pages: str) -> bytes:

@@ -31,12 +31,11 @@ from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 from membot.usage import MeteredModel, Quota, UsageLedger
 from membot.usage.build import build_usage
+from membot.wiring_media import LLM_RETRIES, MediaParts, build_media
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
     from redis.asyncio import Redis
 
-    from membot.media.catalog import ModelCatalog
     from membot.memory.health import RedisHealth
 
 log = logging.getLogger(__name__)
@@ -53,9 +52,6 @@ QUEUE_SOCKET_TIMEOUT = 4.0
 
 # A document's text is searched in pieces about this long (a hit shows 500 characters).
 SEARCH_CHUNK_CHARS = 600
-
-# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
-LLM_RETRIES = 2
 
 
 def shutdown_grace(settings: Settings) -> float:
@@ -114,33 +110,6 @@ def build_agent(
         models=settings.model_choices,
         media=media,
     )
-
-
-def build_media(
-    settings: Settings, ledger: UsageLedger | None, clock: Clock = utc_now
-) -> tuple[MediaReader, ModelCatalog, AsyncOpenAI]:
-    """What the turn understands uploads with: the transcriber and the model catalog over
-    one client of the provider's endpoints beside chat (the caller closes it). Connects
-    nowhere: the catalog fetches its list when started."""
-    from membot.media.catalog import ModelCatalog  # imported late: only where used
-    from membot.media.provider import provider_client
-    from membot.media.transcribe import Transcriber
-
-    client = provider_client(settings.llm, retries=LLM_RETRIES if settings.enable_retry else 0)
-    catalog = ModelCatalog(client)
-    media = settings.media
-    reader = MediaReader(
-        transcriber=Transcriber(client, media.transcription_model),
-        catalog=catalog,
-        ledger=ledger,
-        default_model=settings.default_model,
-        models=settings.model_choices,
-        max_audio_seconds=media.max_audio_seconds,
-        max_images_in_prompt=media.max_images_in_prompt,
-        document_prompt_chars=media.document_prompt_chars,
-        clock=clock,
-    )
-    return reader, catalog, client
 
 
 def _chunks(text: str) -> list[str]:
@@ -216,10 +185,8 @@ class Core:
     # with QUEUE=local, its health object (the breaker).
     redis: Redis | None = None
     health: RedisHealth | None = None
-    # Which models see images and their prices (fetched at start and daily), and the client
-    # it and the transcriber share.
-    catalog: ModelCatalog | None = None
-    provider: AsyncOpenAI | None = None
+    # What the turn reads uploads with: the model catalog, the provider's client, PDF children.
+    media: MediaParts | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -230,17 +197,15 @@ class Core:
     async def serving(self) -> None:
         """The process is up (its checks passed): fetch the model list now, then daily. A
         failure is logged once; an image asks again (core/media.py)."""
-        if self.catalog is not None:
-            await self.catalog.start()
+        if self.media is not None:
+            await self.media.start()
 
     async def aclose(self) -> None:
         """Let turns in flight finish, then stop background work and release clients."""
         await self.service.wait_idle(shutdown_grace(self.settings))
         await self.tasks.close()
-        if self.catalog is not None:
-            await self.catalog.close()
-        if self.provider is not None:
-            await self.provider.close()
+        if self.media is not None:
+            await self.media.aclose()
         await self.model.close()
         await self.ledger.close()
         if self.health is not None:
@@ -263,11 +228,13 @@ def build_core(
     repository = repository or build_repository(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.data_dir, shared, clock, health)
-    media, catalog, provider = build_media(settings, ledger, clock)
+    media = build_media(settings, ledger, clock)
     # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
-    model = MeteredModel(model or build_model(settings), ledger, clock, prices=catalog)
+    model = MeteredModel(model or build_model(settings), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()
-    agent = build_agent(settings, model, repository, tasks, redis=redis, health=health, media=media)
+    agent = build_agent(
+        settings, model, repository, tasks, redis=redis, health=health, media=media.reader
+    )
     service = ConversationService(
         agent,
         repository,
@@ -276,9 +243,9 @@ def build_core(
         turn_locks=_turn_locks(settings, redis, health),
         quota=quota,
     )
-    core = Core(settings, model, repository, tasks, agent, service, ledger, quota, redis, health)
-    core.catalog, core.provider = catalog, provider
-    return core
+    return Core(
+        settings, model, repository, tasks, agent, service, ledger, quota, redis, health, media
+    )
 
 
 def _turn_locks(

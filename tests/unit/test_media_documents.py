@@ -17,6 +17,7 @@ from membot.media.errors import (
     NoTextLayer,
     UnsupportedType,
 )
+from membot.media.pdf import PdfProcesses
 from membot.media.text import chunk_text, cut_for_prompt, decode_text
 
 SECRET = "deposit is 1500 EUR"
@@ -126,13 +127,13 @@ async def test_a_binary_file_named_text_is_broken_not_garbage() -> None:
 async def test_a_pdf_that_takes_too_long_is_read_as_far_as_time_allows_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # A crafted PDF can cost pypdf hours in a thread nothing can stop: pages are read
-    # within a time budget (PDF_READ_SECONDS); with none left after the first page, the
-    # rest are left out and the text says so. (The first page is always read.)
+    # Pages are read one after another for half of MEDIA_PDF_TIMEOUT (the child is killed
+    # at all of it); with no time left after the first page, the rest are left out and the
+    # text says so. (The first page is always read.)
     pdf = media_files.pdf_with_text("First page.", "Second page.", "Third page.")
     with caplog.at_level(logging.INFO, logger="membot.media"):
         document = await read_document(
-            pdf, mime_type="application/pdf", file_name="a.pdf", pdf_seconds=0
+            pdf, mime_type="application/pdf", file_name="a.pdf", pdf=PdfProcesses(page_seconds=0)
         )
     assert document.pages == 3
     assert document.text == (

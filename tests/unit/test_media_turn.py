@@ -217,6 +217,21 @@ async def test_a_file_that_cannot_be_read_stores_nothing(
     assert (await say(core, "hello")).reply == "Still here."  # the chat goes on
 
 
+async def test_a_pdf_too_slow_to_read_is_refused_as_broken_and_the_next_one_is_read(
+    start_core: Callable[..., Any], llm: FakeLLM
+) -> None:
+    # pdf_slow() would cost pypdf over a minute; MEDIA_PDF_TIMEOUT kills its reader.
+    core = await start_core(media_pdf_timeout=2.0)
+    slow = Upload("document", media_files.pdf_slow(100), mime="application/pdf", name="s.pdf")
+    with pytest.raises(BrokenFile):
+        await say(core, "read this", slow)
+    assert llm.chat_requests == [] and not (core.settings.data_dir / "501").exists()
+    llm.script("Got it.")
+    pdf = media_files.pdf_with_text("The rent is due on the 5th.")
+    await say(core, "and this", Upload("document", pdf, mime="application/pdf", name="r.pdf"))
+    assert "The rent is due on the 5th." in str(user_content(llm.chat_requests[-1]))
+
+
 async def test_reset_forgets_the_files(start_core: Callable[..., Any], llm: FakeLLM) -> None:
     core = await start_core()
     llm.script("Ok.")

@@ -123,3 +123,6 @@ class MediaSettings:
     max_audio_seconds: int
     max_images_in_prompt: int
     document_prompt_chars: int
+    pdf_timeout: float  # seconds a PDF's child process may read it
+    pdf_memory_mb: int  # its address space (Linux only)
+    pdf_processes: int  # PDF children at once; 0: one per CPU

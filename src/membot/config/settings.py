@@ -137,6 +137,11 @@ class Settings(BaseSettings):
     max_audio_seconds: int = Field(default=600, ge=1, le=24 * 3600)
     max_images_in_prompt: int = Field(default=4, ge=0, le=50)
     document_prompt_chars: int = Field(default=20_000, ge=1_000, le=1_000_000)
+    # A PDF is read in a child process, killed past this many seconds or (Linux) megabytes;
+    # at most this many children at once (0: one per CPU).
+    media_pdf_timeout: float = Field(default=20.0, gt=0, le=600)
+    media_pdf_memory_mb: int = Field(default=1024, ge=128, le=65_536)
+    media_pdf_processes: int = Field(default=0, ge=0, le=64)
 
     @model_validator(mode="after")
     def _scale_out(self) -> Settings:
@@ -283,4 +288,7 @@ class Settings(BaseSettings):
             max_audio_seconds=self.max_audio_seconds,
             max_images_in_prompt=self.max_images_in_prompt,
             document_prompt_chars=self.document_prompt_chars,
+            pdf_timeout=self.media_pdf_timeout,
+            pdf_memory_mb=self.media_pdf_memory_mb,
+            pdf_processes=self.media_pdf_processes,
         )

@@ -37,6 +37,7 @@ from membot.usage.ledger import Charge, UsageLedger, current_payer
 if TYPE_CHECKING:
     from membot.ids import ConversationId
     from membot.media.catalog import ModelCatalog
+    from membot.media.pdf import PdfProcesses
     from membot.media.transcribe import Transcriber
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ class MediaReader:
         max_images_in_prompt: int = 4,
         document_prompt_chars: int = 20_000,
         clock: Clock = utc_now,
+        pdf: PdfProcesses | None = None,  # None: one child per PDF, default bounds
     ) -> None:
         self.transcriber = transcriber
         self.catalog = catalog
@@ -110,7 +112,7 @@ class MediaReader:
         self.max_audio_seconds = max_audio_seconds
         self.max_images = max_images_in_prompt
         self.document_chars = document_prompt_chars
-        self.clock, self._catalog_tried = clock, float("-inf")
+        self.clock, self._catalog_tried, self.pdf = clock, float("-inf"), pdf
         self._ledger_failing = False
 
     # -- which models see images ------------------------------------------------------------
@@ -192,7 +194,7 @@ class MediaReader:
                 )
             else:
                 document = await read_document(
-                    upload.data, mime_type=upload.mime, file_name=upload.name
+                    upload.data, mime_type=upload.mime, file_name=upload.name, pdf=self.pdf
                 )
                 key = new_file_key("txt")
                 files.append((key, document.text.encode("utf-8")))

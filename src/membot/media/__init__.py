@@ -5,6 +5,8 @@ documents (shown to vision models), documents (read as text).
     audio       OGG/Opus for transcription out of any audio/video, duration and its limit
     transcribe  Transcriber: OpenRouter's /audio/transcriptions, usage charged like a call
     documents   PDF text layer and text files: kind by MIME type and name, text decoded
+    pdf         PdfProcesses: a PDF read in a child process, bounded in time and memory
+    pdf_child   that child (the standard library and pypdf only)
     text        decoding with fallbacks, chunks for search, the cut for the prompt
     images      the photo size to fetch, images scaled for a model, the image_url part
     catalog     ModelCatalog: which models see images (OpenRouter's /models), kept fresh

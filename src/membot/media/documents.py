@@ -6,25 +6,20 @@ name's extension when the MIME type says nothing useful (Telegram sends source f
 `application/octet-stream`). Everything else is UnsupportedType.
 
 The text is kept whole (searchable in chunks, text.chunk_text) and cut for the prompt
-(text.cut_for_prompt). Parsing is CPU-bound: read_document runs it in a worker thread."""
+(text.cut_for_prompt). Parsing is CPU-bound: a text file is decoded in a worker thread, a
+PDF read in a child process bounded in time and memory (media/pdf.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
-from membot.media.errors import (
-    TELEGRAM_DOWNLOAD_LIMIT,
-    BrokenFile,
-    FileTooBig,
-    NoTextLayer,
-    UnsupportedType,
-)
+from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, FileTooBig, UnsupportedType
+from membot.media.pdf import PdfProcesses
 from membot.media.text import decode_text
 
 log = logging.getLogger(__name__)
@@ -66,11 +61,6 @@ _TEXT_SUFFIXES = frozenset(
         )
     ).split(" ")
 )
-#: The longest reading a PDF's text may take. A small crafted PDF (thousands of pages that
-#: share one compressed content stream: 400 KB, 2,000 pages) costs pypdf a CPU-second per
-#: 100 pages, and a worker thread cannot be stopped; pages past this are not read, and
-#: the text says so. A few hundred ordinary pages are read well within it.
-PDF_READ_SECONDS = 60.0
 _TEXT_NAMES = frozenset({"dockerfile", "makefile", "readme", "license", "changelog"})
 #: Types that say nothing about the contents: the name decides.
 _VAGUE_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
@@ -115,16 +105,21 @@ async def read_document(
     mime_type: str | None,
     file_name: str | None,
     max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT,
-    pdf_seconds: float = PDF_READ_SECONDS,
+    pdf: PdfProcesses | None = None,
 ) -> Document:
-    """The text of a document (a PDF's pages read within ``pdf_seconds``). Raises
-    FileTooBig, UnsupportedType, BrokenFile or NoTextLayer; the message of none of them
-    quotes the file."""
+    """The text of a document, a PDF's read by ``pdf`` (by one child with the default
+    bounds when None). Raises FileTooBig, UnsupportedType, BrokenFile or NoTextLayer; the
+    message of none of them quotes the file."""
     if len(data) > max_bytes:
         raise FileTooBig(len(data), max_bytes)
     kind = classify(mime_type, file_name)
     started = time.perf_counter()
-    document = await asyncio.to_thread(_read, kind, data, pdf_seconds)
+    if kind == "pdf":
+        text, pages = await (pdf or PdfProcesses(processes=1)).text(data)
+        document = Document(kind="pdf", text=text, size=len(data), pages=pages)
+    else:
+        text = await asyncio.to_thread(decode_text, data)
+        document = Document(kind="text", text=text, size=len(data))
     log.info(
         "document read: kind=%s size=%d pages=%s chars=%d took=%.3fs",
         kind,
@@ -134,48 +129,3 @@ async def read_document(
         time.perf_counter() - started,
     )
     return document
-
-
-def _read(kind: DocumentKind, data: bytes, pdf_seconds: float) -> Document:
-    if kind == "pdf":
-        text, pages = _pdf_text(data, pdf_seconds)
-        return Document(kind="pdf", text=text, size=len(data), pages=pages)
-    return Document(kind="text", text=decode_text(data), size=len(data))
-
-
-def _pdf_text(data: bytes, seconds: float) -> tuple[str, int]:
-    """The text layer of each page, pages apart by a blank line; the pages not read within
-    ``seconds`` (at least one is) left out with a note. A PDF that is encrypted with a
-    password, or that pypdf cannot parse, is BrokenFile; one whose pages carry no text is
-    NoTextLayer."""
-    # Imported here: pypdf is needed only when a PDF arrives, not at every start-up.
-    from pypdf import PdfReader
-
-    deadline = time.monotonic() + seconds
-    texts: list[str] = []
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise BrokenFile("pdf")
-        pages = len(reader.pages)
-        for page in reader.pages:
-            if texts and time.monotonic() > deadline:
-                break
-            texts.append((page.extract_text() or "").strip())
-    except BrokenFile:
-        raise
-    except Exception:
-        # pypdf raises its own errors, but on a damaged file also ValueError, KeyError,
-        # TypeError, ... from deep inside: any of them means "cannot be read".
-        raise BrokenFile("pdf") from None
-    if not texts:
-        raise BrokenFile("pdf")
-    text = "\n\n".join(t for t in texts if t)
-    if not text:
-        raise NoTextLayer(pages)
-    if len(texts) < pages:
-        log.warning("document: PDF read for too long; %d of %d pages read", len(texts), pages)
-        text += (
-            f"\n\n[Only the first {len(texts)} of {pages} pages were read: reading took too long.]"
-        )
-    return text, pages
