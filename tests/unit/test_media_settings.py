@@ -16,6 +16,9 @@ def test_defaults_in_the_media_group() -> None:
         max_audio_seconds=600,
         max_images_in_prompt=4,
         document_prompt_chars=20_000,
+        pdf_timeout=20.0,
+        pdf_memory_mb=1024,
+        pdf_processes=0,
     )
 
 
@@ -24,8 +27,11 @@ def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MAX_AUDIO_SECONDS", "120")
     monkeypatch.setenv("MAX_IMAGES_IN_PROMPT", "0")
     monkeypatch.setenv("DOCUMENT_PROMPT_CHARS", "5000")
+    monkeypatch.setenv("MEDIA_PDF_TIMEOUT", "2.5")
+    monkeypatch.setenv("MEDIA_PDF_MEMORY_MB", "256")
+    monkeypatch.setenv("MEDIA_PDF_PROCESSES", "2")
     media = load_settings(_env_file=None, **BASE).media
-    assert media == MediaSettings("openai/gpt-4o-mini-transcribe", 120, 0, 5000)
+    assert media == MediaSettings("openai/gpt-4o-mini-transcribe", 120, 0, 5000, 2.5, 256, 2)
 
 
 @pytest.mark.parametrize(
@@ -36,6 +42,9 @@ def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
         ("max_audio_seconds", "0"),
         ("max_images_in_prompt", "-1"),
         ("document_prompt_chars", "10"),
+        ("media_pdf_timeout", "0"),
+        ("media_pdf_memory_mb", "64"),
+        ("media_pdf_processes", "-1"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
