@@ -228,6 +228,21 @@ async def test_a_fact_kept_with_remember_is_an_entry_pointing_at_its_turn(
     assert next(h for h in hits if h.kind == "message").seq == deposit.seq
 
 
+async def test_a_failed_remember_call_at_the_end_of_a_batch_gives_no_fact(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    """A long archive is indexed in batches of 2,000 messages: a batch never ends between a
+    remember call and its result, which says whether the fact was kept."""
+    refused = "Error: 100 facts are already kept; forget some first"
+    turn = [
+        said("Anna", "remember my cat is Murzik", day=3),
+        *remember("cat Murzik", "c9", 3, refused),
+    ]
+    # The call is the 2,000th message, its result the 2,001st.
+    await repo.append(CHAT, [*small_talk(1998), *turn])
+    assert {h.kind for h in await search.search(CHAT, "cat Murzik", 10)} == {"message"}
+
+
 async def test_each_summary_is_an_entry_covering_the_messages_it_added(
     repo: FileRepository, search: HistorySearch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -155,12 +155,14 @@ class HistorySearch:
         batch: list[Message] = []
         chunks: dict[int, list[str]] = {}
         async for message in self._repository.iter_messages(cid, after_seq=last_seq):
+            # Never between a tool call and its results: a `remember` result says whether
+            # the fact was kept (entries.py reads both from one batch).
+            if len(batch) >= _BATCH and message.role != "tool":
+                added += await asyncio.to_thread(insert, path, batch, chunks)
+                batch, chunks = [], {}
             batch.append(message)
             if message.attachments:
                 chunks.update(await self._documents(cid, message))
-            if len(batch) >= _BATCH:
-                added += await asyncio.to_thread(insert, path, batch, chunks)
-                batch, chunks = [], {}
         if batch:
             added += await asyncio.to_thread(insert, path, batch, chunks)
         if added:
