@@ -211,12 +211,13 @@ SEARCH = Section(
 A chat of 100,000 messages: the index build (the first search makes it), its size, query
 latency, a search right after 20 new messages (the index catches up first), and recall@5 of
 planted facts, also at 5,000 messages. Then the hard recall set of tests/recall_corpus.py: a
-generated group chat of four people and the bot over fourteen months, with questions of five
+generated group chat of four people and the bot over fourteen months, with questions of six
 kinds (docs/testing.md): the answer in the turn after the question's words (neighbour), in
 two or three turns of different days (multi), said in the first person and asked in the
-third (person), in other words (paraphrase), and in one period of a topic that comes up in
-others (dated). Recall is the share of the needed turns among the k hits ("hits"), or also
-among the turns the hits bring along as context, which the model is shown too ("shown").
+third (person), in other words (paraphrase), in one period of a topic that comes up in others
+(dated), and the question's words split across two adjacent turns (split). Recall is the
+share of the needed turns among the k hits, or among the lines of the excerpts that
+search_history shows the model (the hits with their neighbours, within a budget).
 """,
     found="""
 The index was built in [[100k messages|index build (first search)]]
@@ -231,23 +232,23 @@ search after 20 new messages [[100k messages|search after 20 new messages]]
 [[100k messages|recall@5 (planted facts)|target]]).
 
 On the recall set the top 5 hits held [[recall set|all recall@5 hits]] of the needed turns and
-the top 10 [[recall set|all recall@10 hits]]; counting what the hits bring along,
-[[recall set|all recall@5 shown]] and [[recall set|all recall@10 shown]], with
-[[recall set|turns shown per question@10]] shown for 10 hits. At 10 (hits, shown):
-neighbour [[recall set|neighbour recall@10 hits]] and [[recall set|neighbour recall@10 shown]],
-multi [[recall set|multi recall@10 hits]] and [[recall set|multi recall@10 shown]] (every turn
-of a question shown for [[recall set|multi all turns shown@10|percent]] of them), person
+the top 10 [[recall set|all recall@10 hits]]. At 10: neighbour
+[[recall set|neighbour recall@10 hits]], multi [[recall set|multi recall@10 hits]], person
 [[recall set|person recall@10 hits]], paraphrase [[recall set|paraphrase recall@10 hits]],
-dated [[recall set|dated recall@10 hits]].
+dated [[recall set|dated recall@10 hits]] ([[recall set|dated recall@10 hits, no period]]
+asked without its period), split [[recall set|split recall@10 hits]].
 
 What search_history shows the model is excerpts within a budget: at the default budget they
 held [[recall set|all recall, default budget]] of the needed turns
 ([[recall set|turns shown per question, default budget]] per question; neighbour
 [[recall set|neighbour recall, default budget]], multi
-[[recall set|multi recall, default budget]], person [[recall set|person recall, default budget]],
-paraphrase [[recall set|paraphrase recall, default budget]], dated
-[[recall set|dated recall, default budget]]); at 500 tokens, about as many turns as 10 hits
-with their context, [[recall set|all recall, budget 500 tokens]]
+[[recall set|multi recall, default budget]] (every turn of a question for
+[[recall set|multi all turns shown, default budget|percent]] of them), person
+[[recall set|person recall, default budget]], paraphrase
+[[recall set|paraphrase recall, default budget]], dated
+[[recall set|dated recall, default budget]], split [[recall set|split recall, default budget]]);
+at 500 tokens, about as many turns as 10 hits with a neighbour each,
+[[recall set|all recall, budget 500 tokens]]
 ([[recall set|turns shown per question, budget 500 tokens]]).
 """,
 )

@@ -1,12 +1,11 @@
 """Recall on the hard recall set (tests/recall_corpus.py, #20), per kind of question.
 
 Rows of the `search` section (bench/search.py calls rows()): for each kind and over all,
-recall@5 and @10 of the hits alone and of what the model is shown (the hits and the turns
-they bring as context), the share of multi-turn questions with every turn shown, and how
-many turns a search shows. Then what search_history shows the model since #20: the excerpts
-of `recall` within the default budget, and within SMALL_BUDGET tokens, about as many turns
-as 10 hits with their context. Once the search takes a period, dated questions are asked
-with it, and once more without it (the `no period` rows).
+recall@5 and @10 of the hits, and of what search_history shows the model: the excerpts of
+`recall` within the default budget, and within SMALL_BUDGET tokens (about as many turns as
+10 hits with a neighbour each); the share of multi-turn questions with every turn shown, and
+how many turns are shown. Dated questions are asked with their period, and once more
+without it (the `no period` rows).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.recall_corpus import KINDS, build, generate, measure, takes_periods
+from tests.recall_corpus import KINDS, build, generate, measure
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository
@@ -40,15 +39,9 @@ async def rows(root: Path, make_row: MakeRow) -> list[Row]:
         result = await measure(search, CHAT_ID, recall_set.questions, KS, budgets=budgets)
         for kind in (*KINDS, "all"):
             for k in KS:
-                for view in ("hits", "shown"):
-                    metric = f"{kind} recall@{k} {view}"
-                    out.append(make_row(CASE, metric, result[kind][f"{view}@{k}"], "ratio", "-"))
-        for k in KS:
-            every = result["multi"][f"shown_all@{k}"]
-            out.append(make_row(CASE, f"multi all turns shown@{k}", every, "ratio", "-"))
-            shown = result["all"][f"shown_turns@{k}"]
-            out.append(make_row(CASE, f"turns shown per question@{k}", shown, "turns", "-"))
-        for tokens in budgets if "budget" in result["all"] else ():
+                metric = f"{kind} recall@{k} hits"
+                out.append(make_row(CASE, metric, result[kind][f"hits@{k}"], "ratio", "-"))
+        for tokens in budgets:
             tail, label = (
                 ("", "default budget")
                 if tokens is None
@@ -57,14 +50,15 @@ async def rows(root: Path, make_row: MakeRow) -> list[Row]:
             for kind in (*KINDS, "all"):
                 value = result[kind]["budget" + tail]
                 out.append(make_row(CASE, f"{kind} recall, {label}", value, "ratio", "-"))
+            every = result["multi"]["budget_all" + tail]
+            out.append(make_row(CASE, f"multi all turns shown, {label}", every, "ratio", "-"))
             shown = result["all"]["budget_turns" + tail]
             out.append(make_row(CASE, f"turns shown per question, {label}", shown, "turns", "-"))
-        if takes_periods(search):
-            dated = [q for q in recall_set.questions if q.kind == "dated"]
-            plain = await measure(search, CHAT_ID, dated, KS, periods=False)
-            for k in KS:
-                value = plain["dated"][f"hits@{k}"]
-                out.append(make_row(CASE, f"dated recall@{k} hits, no period", value, "ratio", "-"))
+        dated = [q for q in recall_set.questions if q.kind == "dated"]
+        plain = await measure(search, CHAT_ID, dated, KS, periods=False, budgets=())
+        for k in KS:
+            value = plain["dated"][f"hits@{k}"]
+            out.append(make_row(CASE, f"dated recall@{k} hits, no period", value, "ratio", "-"))
         turns, questions = len(recall_set.messages), len(recall_set.questions)
         note = (
             f"recall set: {turns:,} turns of 4 people and the bot in {len(recall_set.sessions)} "

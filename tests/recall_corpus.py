@@ -6,27 +6,26 @@ questions whose answers are known turns, in five kinds (tests/recall_items.py):
 - person:     said in the first person ("I started painting again"), asked in the third;
 - paraphrase: asked in other words than the answer's;
 - dated:      asks about a period (`since`/`until`, ISO dates, until exclusive) of a topic the
-              same person talked about in four other periods too.
+              same person talked about in four other periods too;
+- split:      the question's words are split across two adjacent turns (`cue`, then the
+              answer), and the answer's share of them is also in a decoy by the same person.
 
 Everything else is generated filler among the same people (and the bot now and then) on the
 same topics, naming each other, so that a question's words match many turns and only
 ranking finds the answer. The same seed gives the same chat; seqs are positions + 1, as a
 fresh chat's repository assigns them.
 
-`measure` runs the questions through a HistorySearch and reports recall per kind at each k:
-`hits@k` is the share of needed turns that are among the k hits; `shown@k` counts a turn
-also when a hit brings it along as context (what the model is shown); `*_all@k` is the share
-of questions with every needed turn found (differs from the turn share for `multi` only).
-Where the search has `recall` (the excerpts within a budget that the model is shown since
-#20), `budget` is the share of needed turns among the excerpts' lines at the default budget,
-`budget_all` of questions with all of them, `budget_turns` how many turns were shown; with
-another budget of N tokens the keys end in `:N` (`budget:500`).
+`measure` runs the questions through a HistorySearch and reports recall per kind:
+`hits@k` is the share of needed turns among the k best hits of `search`; `budget` the share
+among the lines of `recall`'s excerpts at the default budget (what search_history shows the
+model: the hits with their neighbours); `*_all` the share of questions with every needed
+turn found (differs from the turn share for `multi` only); `budget_turns` how many turns
+were shown. With another budget of N tokens the keys end in `:N` (`budget:500`).
 `uv run python -m tests.recall_corpus` prints the figures of the search as it is.
 """
 
 from __future__ import annotations
 
-import inspect
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,9 +36,19 @@ from membot.ids import ConversationId
 from membot.memory import Message
 from membot.memory.base import ChatRepository
 from membot.search import Excerpt, HistorySearch, SearchHit
-from tests.recall_items import MULTI, NEIGHBOUR, PARAPHRASE, PEOPLE, PERIODS, PERSON, SAGAS
+from membot.search.text import STOPWORDS, stems, words
+from tests.recall_items import (
+    MULTI,
+    NEIGHBOUR,
+    PARAPHRASE,
+    PEOPLE,
+    PERIODS,
+    PERSON,
+    SAGAS,
+    SPLIT,
+)
 
-KINDS = ("neighbour", "multi", "person", "paraphrase", "dated")
+KINDS = ("neighbour", "multi", "person", "paraphrase", "dated", "split")
 SEED = 20261125
 FIRST_DAY = date(2025, 1, 8)
 LAST_DAY = date(2026, 2, 26)  # no session after it: the chat ends before March 2026
@@ -131,6 +140,10 @@ _NEAR_MISS = (
 )
 
 
+# Short turns with one of a split question's words (the answer's share of them).
+_DECOYS = ("{word}, again 🙄", "Not sure about the {word} yet.", "So, the {word}: long story.")
+
+
 @dataclass(frozen=True, slots=True)
 class Question:
     """A question and the seqs of the turns that answer it (all of them are needed)."""
@@ -167,6 +180,9 @@ _Turn = tuple[str | None, str, tuple[tuple[str, int, int], ...]]
 class _Plan:
     days: list[date]
     blocks: list[list[list[_Turn]]] = field(default_factory=list)  # per session
+    # Planted after the first five kinds, with a random generator of their own and between
+    # pieces of filler, so that adding them left the rest of the chat as it was measured.
+    extra: list[list[list[_Turn]]] = field(default_factory=list)
 
     def put(self, session: int, *turns: _Turn) -> None:
         self.blocks[session].append(list(turns))
@@ -177,10 +193,12 @@ def generate(seed: int = SEED) -> RecallSet:
     days = [FIRST_DAY]
     while (nxt := days[-1] + timedelta(days=rng.choice(_GAPS))) <= LAST_DAY:
         days.append(nxt)
-    plan = _Plan(days, [[] for _ in days])
+    plan = _Plan(days, [[] for _ in days], [[] for _ in days])
     specs: list[dict[str, Any]] = []
     _plant(rng, plan, specs)
-    messages, marks, sessions = _compose(rng, plan)
+    later = random.Random(seed + 1)
+    _plant_split(later, plan, specs)
+    messages, marks, sessions = _compose(rng, plan, later)
     questions = [
         Question(
             kind=s["kind"],
@@ -241,6 +259,27 @@ def _plant(rng: random.Random, plan: _Plan, specs: list[dict[str, Any]]) -> None
             plan.put(rng.randrange(len(plan.days)), (rng.choice(others), line, ()))
 
 
+def _plant_split(rng: random.Random, plan: _Plan, specs: list[dict[str, Any]]) -> None:
+    n = len(plan.days)
+    for first_by, first, by, answer, text, topic, decoy in SPLIT:
+        i = len(specs)
+        specs.append({"kind": "split", "text": text, "about": by, "parts": 1, "topic": topic})
+        session, *elsewhere = rng.sample(range(n), 2 + len(_DECOYS))
+        turns = ((first_by, first, (("cue", i, 0),)), (by, answer, (("need", i, 0),)))
+        plan.extra[session].append(list(turns))
+        # The answer's share of the question's words, said by the same person on other days
+        # in short turns (which BM25 ranks above a longer answer): only the first turn's
+        # words, in the answer's neighbour column, tell the answer apart.
+        shared = [w for w in words(text) if w not in STOPWORDS and stems(w)[0] in stems(answer)]
+        lines = [decoy] + [t.format(word=rng.choice(shared)) for t in _DECOYS]
+        for day, line in zip(elsewhere, lines, strict=True):
+            plan.extra[day].append([(by, line, ())])
+        others = [p for p in PEOPLE if p != by]
+        for template in rng.sample(_NEAR_MISS, 2):
+            line = template.format(name=by, topic=topic)
+            plan.extra[rng.randrange(n)].append([(rng.choice(others), line, ())])
+
+
 def _filler(rng: random.Random) -> list[_Turn]:
     """One piece of everyday chat: a line, a question and its reply, or a word with the bot."""
     people = list(PEOPLE)
@@ -264,12 +303,12 @@ def _filler(rng: random.Random) -> list[_Turn]:
 
 
 def _compose(
-    rng: random.Random, plan: _Plan
+    rng: random.Random, plan: _Plan, later: random.Random
 ) -> tuple[list[Message], dict[tuple[str, int, int], int], list[Session]]:
     messages: list[Message] = []
     marks: dict[tuple[str, int, int], int] = {}
     sessions: list[Session] = []
-    for day, blocks in zip(plan.days, plan.blocks, strict=True):
+    for day, blocks, extra in zip(plan.days, plan.blocks, plan.extra, strict=True):
         rng.shuffle(blocks)
         planted = sum(len(block) for block in blocks)
         fillers = [_filler(rng) for _ in range(max(rng.randint(24, 34), len(blocks)))]
@@ -283,13 +322,27 @@ def _compose(
             if position in after:
                 pieces.append(next(blocks_left))
         assert planted == sum(len(p) for p in pieces) - sum(len(f) for f in fillers)
+        # The later kinds go between two pieces of filler each (`later` picks where), their
+        # times drawn from `later` too: `rng` draws what it drew before they were added.
+        kept = {id(p) for p in fillers}
+        late: set[int] = set()
+        for block in extra:
+            free = [
+                i
+                for i in range(1, len(pieces))
+                if id(pieces[i - 1]) in kept and id(pieces[i]) in kept
+            ]
+            at = later.choice(free)
+            pieces.insert(at, block)
+            late.add(id(block))
         ts = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(
             hours=rng.randint(7, 15), minutes=rng.randint(0, 59)
         )
         first = len(messages) + 1
         for piece in pieces:
+            draw = later if id(piece) in late else rng
             for speaker, text, tags in piece:
-                ts += timedelta(seconds=rng.randint(15, 300))
+                ts += timedelta(seconds=draw.randint(15, 300))
                 for tag in tags:
                     marks[tag] = len(messages) + 1
                 messages.append(_message(speaker, text, ts))
@@ -323,21 +376,10 @@ def period(question: Question) -> dict[str, datetime]:
     }
 
 
-def takes_periods(search: HistorySearch, method: str = "search") -> bool:
-    """Whether this HistorySearch's `search` (or `recall`) accepts `since`/`until` (#20)."""
-    parameters = inspect.signature(getattr(search, method)).parameters
-    return "since" in parameters and "until" in parameters
-
-
-def seqs(hits: Iterable[SearchHit]) -> tuple[set[int], set[int]]:
-    """The seqs of the message hits, and of every turn shown with them (hits and context)."""
-    # A summary's or a fact's own seq is not a turn of the chat; a document's piece is its
-    # message's.
-    found = {hit.seq for hit in hits if hit.kind in ("message", "document")}
-    shown = set(found)
-    for hit in hits:
-        shown |= {near.seq for near in getattr(hit, "context", ())}
-    return found, shown
+def hit_seqs(hits: Iterable[SearchHit]) -> set[int]:
+    """The turns among the hits: a document's piece is its message's; a summary's or a
+    fact's own seq is not a turn of the chat."""
+    return {hit.seq for hit in hits if hit.kind in ("message", "document")}
 
 
 def excerpt_seqs(excerpts: Iterable[Excerpt]) -> set[int]:
@@ -351,76 +393,59 @@ async def measure(
     questions: Sequence[Question],
     ks: Sequence[int] = (5, 10),
     *,
-    periods: bool | None = None,
-    budget: bool | None = None,
+    periods: bool = True,
     budgets: Sequence[int | None] = (None,),
 ) -> dict[str, dict[str, float]]:
-    """Recall per kind and over all ("all"), at each k: see the module's docstring.
+    """Recall per kind and over all ("all"): see the module's docstring.
 
-    `periods`: pass dated questions' since/until to the search; by default when it takes
-    them. `budget`: measure `recall`'s excerpts too, at each of `budgets` (tokens; None: the
-    default); by default when there is a `recall`. Each kind also gets `questions`, `turns`
-    (needed turns) and `shown_turns@k`, the mean number of distinct turns a search showed.
-    """
-    dated = takes_periods(search) if periods is None else periods
-    # The budget's `recall` may take a period later than `search` does, or the other way.
-    excerpts = hasattr(search, "recall") if budget is None else budget
-    dated_recall = periods if periods is not None else excerpts and takes_periods(search, "recall")
+    `periods`: pass dated questions' since/until to the search (False: ask them without).
+    `budgets`: measure `recall`'s excerpts at each (tokens; None: the default; () for none).
+    Each kind also gets `questions` and `turns` (needed turns)."""
     tally: dict[str, dict[str, float]] = {}
+
+    def add(kinds: Sequence[str], key: str, value: float) -> None:
+        for kind in kinds:
+            tally[kind][key] = tally[kind].get(key, 0) + value
+
     for question in questions:
-        keywords = period(question) if dated else {}
-        for kind in (question.kind, "all"):
-            row = tally.setdefault(kind, {"questions": 0, "turns": 0})
-            row["questions"] += 1
-            row["turns"] += len(question.needed)
-        for tokens in budgets if excerpts else ():
+        kinds = (question.kind, "all")
+        keywords = period(question) if periods else {}
+        for kind in kinds:
+            tally.setdefault(kind, {"questions": 0, "turns": 0})
+        add(kinds, "questions", 1)
+        add(kinds, "turns", len(question.needed))
+        for tokens in budgets:
             size: dict[str, Any] = {} if tokens is None else {"budget_tokens": tokens}
-            size |= period(question) if dated_recall else {}
+            size |= keywords
             shown = excerpt_seqs(await search.recall(cid, question.text, **size))
             have = sum(seq in shown for seq in question.needed)
             tail = "" if tokens is None else f":{tokens}"
-            for kind in (question.kind, "all"):
-                row = tally[kind]
-                for key, add in (
-                    ("budget", have),
-                    ("budget_all", have == len(question.needed)),
-                    ("budget_turns", len(shown)),
-                ):
-                    row[key + tail] = row.get(key + tail, 0) + add
+            add(kinds, "budget" + tail, have)
+            add(kinds, "budget_all" + tail, have == len(question.needed))
+            add(kinds, "budget_turns" + tail, len(shown))
         for k in ks:
-            hits = await search.search(cid, question.text, k, **keywords)
-            found, shown = seqs(hits)
-            for kind in (question.kind, "all"):
-                row = tally[kind]
-                for view, got in (("hits", found), ("shown", shown)):
-                    have = sum(seq in got for seq in question.needed)
-                    row[f"{view}@{k}"] = row.get(f"{view}@{k}", 0) + have
-                    row[f"{view}_all@{k}"] = row.get(f"{view}_all@{k}", 0) + (
-                        have == len(question.needed)
-                    )
-                row[f"shown_turns@{k}"] = row.get(f"shown_turns@{k}", 0) + len(shown)
+            found = hit_seqs(await search.search(cid, question.text, k, **keywords))
+            have = sum(seq in found for seq in question.needed)
+            add(kinds, f"hits@{k}", have)
+            add(kinds, f"hits_all@{k}", have == len(question.needed))
     result: dict[str, dict[str, float]] = {}
     for kind in (*[k for k in KINDS if k in tally], "all"):
         row = tally[kind]
         out = {"questions": row["questions"], "turns": row["turns"]}
-        for k in ks:
-            for view in ("hits", "shown"):
-                out[f"{view}@{k}"] = round(row[f"{view}@{k}"] / row["turns"], 3)
-                out[f"{view}_all@{k}"] = round(row[f"{view}_all@{k}"] / row["questions"], 3)
-            out[f"shown_turns@{k}"] = round(row[f"shown_turns@{k}"] / row["questions"], 1)
-        for tokens in budgets if excerpts else ():
-            tail = "" if tokens is None else f":{tokens}"
-            out["budget" + tail] = round(row["budget" + tail] / row["turns"], 3)
-            out["budget_all" + tail] = round(row["budget_all" + tail] / row["questions"], 3)
-            out["budget_turns" + tail] = round(row["budget_turns" + tail] / row["questions"], 1)
+        for key, value in row.items():
+            if key.startswith("budget_turns"):  # turns shown per question
+                out[key] = round(value / row["questions"], 1)
+            elif "_all" in key:  # questions with every needed turn
+                out[key] = round(value / row["questions"], 3)
+            elif key not in out:  # needed turns found
+                out[key] = round(value / row["turns"], 3)
         result[kind] = out
     return result
 
 
 def table(result: dict[str, dict[str, float]], ks: Sequence[int] = (5, 10)) -> str:
     """The measurement as a text table, one row per kind."""
-    columns = [f"{view}@{k}" for k in ks for view in ("hits", "shown")]
-    columns += [f"{view}_all@{k}" for k in ks for view in ("hits", "shown")]
+    columns = [f"hits@{k}" for k in ks] + [f"hits_all@{k}" for k in ks]
     columns += [c for c in result["all"] if c.startswith("budget")]
     header = f"{'kind':<11}{'q':>4}{'turns':>6}" + "".join(f"{c:>13}" for c in columns)
     lines = [header]

@@ -27,31 +27,33 @@ _FIRST_PERSON = {"i", "my", "me", "mine", "myself"}
 
 # Each a little under the measured figure, so that one more question missed fails; raise them
 # with each change that finds more (docs/testing.md says what each kind tests). Before #20
-# (neighbours only as a question's context, no periods): all 0.434 / 0.537 at 5 / 10. Now
-# (each message indexed with the turn before and after it, periods applied in the query):
-# all 0.640 / 0.713; multi at 10 lost two turns of 46 (0.761 -> 0.717), the price of the
-# neighbours of strong hits taking places (docs/architecture.md, "Archive search", has the
-# figures of each change). Since hits no longer carry a question's answer as their context
-# (the excerpts show a hit's neighbours instead), shown@k is hits@k; what the model is shown
-# is BUDGET_FLOORS.
+# (neighbours only as a question's context, no periods): all 0.434 / 0.537 at 5 / 10 on the
+# first five kinds. With each message indexed with the turn before and after it and periods
+# applied in the query: 0.640 / 0.713 (docs/architecture.md, "Archive search", has the figures
+# of each change). The split kind (and its decoys, 176 turns more) came after: 1.0 / 1.0 with
+# the neighbour columns, 0.636 / 0.909 without them; the others moved with the new turns
+# (neighbour 0.583 -> 0.500 at 5, dated 0.773 -> 0.727 at 10).
 FLOORS: dict[str, dict[str, float]] = {
-    "neighbour": {"hits@5": 0.57, "shown@5": 0.57, "hits@10": 0.61, "shown@10": 0.61},
-    "multi": {"hits@5": 0.64, "shown@5": 0.64, "hits@10": 0.70, "shown@10": 0.70},
-    "person": {"hits@5": 0.89, "shown@5": 0.89, "hits@10": 0.89, "shown@10": 0.89},
-    "paraphrase": {"hits@5": 0.44, "shown@5": 0.44, "hits@10": 0.53, "shown@10": 0.53},
-    "dated": {"hits@5": 0.58, "shown@5": 0.58, "hits@10": 0.76, "shown@10": 0.76},
-    "all": {"hits@5": 0.63, "shown@5": 0.63, "hits@10": 0.70, "shown@10": 0.70},
+    "neighbour": {"hits@5": 0.49, "hits@10": 0.61},
+    "multi": {"hits@5": 0.62, "hits@10": 0.73},
+    "person": {"hits@5": 0.89, "hits@10": 0.89},
+    "paraphrase": {"hits@5": 0.44, "hits@10": 0.53},
+    "dated": {"hits@5": 0.58, "hits@10": 0.72},
+    "split": {"hits@5": 0.99, "hits@10": 0.99},
+    "all": {"hits@5": 0.66, "hits@10": 0.74},
 }
 # What the model is shown since the result budget (search_history's excerpts at the default
-# 2,000 tokens: about 65 of these short turns per question). When it landed: all 0.875; with
-# the neighbour columns and periods: 0.934 (multi 0.978 -> 1.0, dated 0.682 -> 1.0).
+# 2,000 tokens: about 64 of these short turns per question). When it landed: all 0.875; with
+# the neighbour columns and periods: 0.934 (multi 0.978 -> 1.0, dated 0.682 -> 1.0); with
+# the split kind: 0.943.
 BUDGET_FLOORS: dict[str, float] = {
     "neighbour": 0.99,
     "multi": 0.99,
     "person": 0.89,
     "paraphrase": 0.67,
     "dated": 0.99,
-    "all": 0.92,
+    "split": 0.99,
+    "all": 0.93,
 }
 
 
@@ -172,6 +174,27 @@ def test_a_dated_question_names_a_period_and_the_topic_comes_up_in_others() -> N
         assert topic and len(elsewhere) >= 4, question
 
 
+def test_a_split_questions_words_are_in_two_adjacent_turns_and_decoys_have_half() -> None:
+    for question in of_kind("split"):
+        [answer] = question.needed
+        assert question.cue == answer - 1
+        asked = content(question.text)
+        first = content(turn(question.cue).content) & asked
+        second = content(turn(answer).content) & asked
+        # Neither turn has all the words: each has some the other lacks.
+        assert first - second and second - first, question
+        decoys = [
+            m
+            for m in RECALL_SET.messages
+            if m.name == question.about
+            and content(m.content) & second
+            and not content(m.content) & first
+            and m is not turn(answer)
+        ]
+        # The same person says the answer's share of the words on other days.
+        assert len({m.ts.date() for m in decoys} - {turn(answer).ts.date()}) >= 3, question
+
+
 def test_the_set_is_the_same_every_time() -> None:
     again = generate()
     assert again.questions == RECALL_SET.questions
@@ -199,6 +222,4 @@ def test_recall_per_kind_holds_todays_floors(
     }
     assert below == {}
     for row in measured.values():
-        # What the model is shown includes the hits; more hits find at least as much.
-        assert row["shown@5"] >= row["hits@5"] and row["shown@10"] >= row["hits@10"]
-        assert row["hits@10"] >= row["hits@5"]
+        assert row["hits@10"] >= row["hits@5"]  # more hits find at least as much
