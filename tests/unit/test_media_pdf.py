@@ -120,3 +120,17 @@ async def test_shutdown_kills_a_child_still_reading_and_reads_no_more(started: S
     with pytest.raises(BrokenFile):
         await pdf.text(media_files.pdf_with_text("Too late."))
     assert started.pids == [pid]  # no child started after shutdown
+
+
+async def test_a_read_cancelled_kills_its_child_and_frees_its_slot(started: Started) -> None:
+    # A turn cancelled while its PDF is read (shutdown's grace over, a client gone) leaves
+    # no child reading on, and the one slot is free for the next PDF.
+    pdf = PdfProcesses(seconds=600, processes=1)
+    reading = asyncio.create_task(pdf.text(media_files.pdf_slow(SLOW_DRAWS)))
+    await started.event.wait()
+    [pid] = started.pids
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    assert gone(pid)
+    assert await pdf.text(media_files.pdf_with_text("Next.")) == ("Next.", 1)
