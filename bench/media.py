@@ -1,4 +1,4 @@
-"""What a voice message and a photo add to a turn, against a text message (#18).
+"""What a voice message, a photo and a PDF add to a turn, against a text message (#18).
 
 The real core (`build_core`: files backend with fsync, usage ledger, the model catalog and
 the transcriber) talks to the fake model, a real HTTP server on 127.0.0.1 that answers chat
@@ -11,16 +11,24 @@ downloads the file first; the API decodes its base64), one after another:
 - voice: a 3 s Telegram voice (OGG/Opus, made with PyAV), sent as it is to
   /audio/transcriptions (base64 JSON), the transcript charged in the ledger;
 - photo: a 1280x960 JPEG (Telegram's usual size), checked and decoded with Pillow, kept as a
-  conversation file (fsync'd) and sent as a data URL; later turns of the chat read it back.
+  conversation file (fsync'd) and sent as a data URL; later turns of the chat read it back;
+- pdf: a 10-page PDF with a text layer (about 8,000 characters), read by pypdf in a child
+  process of its own (media/pdf.py), its text kept as a conversation file and indexed.
 
 Each kind has chats of its own (every message to the next one, round robin). Rounds
 alternate the order of the kinds; per message: the wall time of the turn (median, p90) and
 the CPU of the process (bench, core and fakes together, worker threads included) divided by
-the messages. Ratios are voice / text and photo / text within the same run.
+the messages. Ratios are voice / text, photo / text and pdf / text within the same run.
+
+Apart, the same PDF read alone, one after another: by the child process (what a turn does)
+and by pypdf in a worker thread of this process (what a turn did before the child), the
+latency and this process's CPU of each.
 """
 
 from __future__ import annotations
 
+import asyncio
+import io
 import statistics
 import tempfile
 import time
@@ -35,11 +43,14 @@ from membot.config import load_settings
 from membot.core.media import Upload
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
+from membot.media.pdf import PdfProcesses
 from membot.wiring import Core, build_core
 
 BENCH = "media"
 CHATS = 10
-KINDS = ("text", "voice", "photo")
+KINDS = ("text", "voice", "photo", "pdf")
+PDF_PAGES = 10
+PDF_READS = 30
 
 
 class _Sink:
@@ -50,25 +61,57 @@ class _Sink:
         return None
 
 
-def _incoming(kind: str, chat: int, n: int, voice: bytes, photo: bytes) -> Incoming:
-    offset = {"text": 1000, "voice": 2000, "photo": 3000}[kind]
+def _incoming(kind: str, chat: int, n: int, files: dict[str, bytes]) -> Incoming:
+    offset = {"text": 1000, "voice": 2000, "photo": 3000, "pdf": 4000}[kind]
     cid = ConversationId.telegram(offset + chat)
     if kind == "text":
         return Incoming(cid, f"question {n}: what should I cook tonight?", user_id=offset + chat)
-    upload = (
-        Upload("voice", voice, mime="audio/ogg")
-        if kind == "voice"
-        else Upload("photo", photo, mime="image/jpeg", caption=f"photo {n}: what is this?")
-    )
+    if kind == "voice":
+        upload = Upload("voice", files["voice"], mime="audio/ogg")
+    elif kind == "photo":
+        upload = Upload("photo", files["photo"], mime="image/jpeg", caption=f"photo {n}: what?")
+    else:
+        upload = Upload("document", files["pdf"], mime="application/pdf", name=f"report{n}.pdf")
     return Incoming(cid, "", user_id=offset + chat, uploads=(upload,))
 
 
-async def _batch(core: Core, kind: str, count: int, voice: bytes, photo: bytes) -> dict[str, Any]:
+def _pdf() -> bytes:
+    page = "A paragraph of an ordinary report, about eight hundred characters long. " * 11
+    return media_files.pdf_with_text(*(f"Page {n}. {page}" for n in range(PDF_PAGES)))
+
+
+def _pypdf_text(data: bytes) -> str:
+    """A PDF's text as a turn read it before the child process: pypdf in this process."""
+    from pypdf import PdfReader
+
+    return "\n\n".join((p.extract_text() or "").strip() for p in PdfReader(io.BytesIO(data)).pages)
+
+
+async def _pdf_alone(data: bytes, reads: int) -> dict[str, list[float]]:
+    """The PDF read alone by a child and by a worker thread, alternately: wall and CPU."""
+    pdf = PdfProcesses(processes=1)
+    out: dict[str, list[float]] = {"child": [], "thread": [], "child_cpu": [], "thread_cpu": []}
+    await pdf.text(data)
+    await asyncio.to_thread(_pypdf_text, data)  # warm-up: pypdf imported here too
+    for _ in range(reads):
+        for how in ("child", "thread"):
+            cpu, wall = time.process_time(), time.perf_counter()
+            if how == "child":
+                await pdf.text(data)
+            else:
+                await asyncio.to_thread(_pypdf_text, data)
+            out[how].append((time.perf_counter() - wall) * 1000)
+            out[f"{how}_cpu"].append((time.process_time() - cpu) * 1000)
+    await pdf.aclose()
+    return out
+
+
+async def _batch(core: Core, kind: str, count: int, files: dict[str, bytes]) -> dict[str, Any]:
     latencies: list[float] = []
     cpu_started = time.process_time()
     wall_started = time.perf_counter()
     for n in range(count):
-        incoming = _incoming(kind, n % CHATS, n, voice, photo)
+        incoming = _incoming(kind, n % CHATS, n, files)
         started = time.perf_counter()
         await core.service.say(incoming, _Sink())
         latencies.append(time.perf_counter() - started)
@@ -86,6 +129,7 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
     count = 10 if quick else 40
     voice = media_files.ogg_voice(3.0)
     photo = media_files.jpeg(1280, 960)
+    files = {"voice": voice, "photo": photo, "pdf": _pdf()}
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     async with FakeLLM(api_key=API_KEY) as llm:
         llm.models = {MODEL: ["text", "image"]}
@@ -107,11 +151,11 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
             await core.serving()
             try:
                 for kind in KINDS:  # warm-up: imports (PyAV, Pillow), first files, clients
-                    await _batch(core, kind, 2, voice, photo)
+                    await _batch(core, kind, 2, files)
                 for i in range(rounds):
-                    order = KINDS[i % 3 :] + KINDS[: i % 3]
+                    order = KINDS[i % len(KINDS) :] + KINDS[: i % len(KINDS)]
                     for kind in order:
-                        runs[kind].append(await _batch(core, kind, count, voice, photo))
+                        runs[kind].append(await _batch(core, kind, count, files))
             finally:
                 await core.aclose()
 
@@ -130,7 +174,7 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         rows.append(row(BENCH, case, f"{kind}: p90", round(med(kind, "p90_ms"), 1), "ms"))
         cpu = round(med(kind, "cpu_ms_per_msg"), 2)
         rows.append(row(BENCH, case, f"{kind}: CPU per message", cpu, "ms"))
-    for kind in ("voice", "photo"):
+    for kind in ("voice", "photo", "pdf"):
         note = "informational: the transcription's own time is the endpoint's, here zero"
         rows.append(
             row(
@@ -142,5 +186,15 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         )
         added = med(kind, "p50_ms") - med("text", "p50_ms")
         rows.append(row(BENCH, case, f"{kind}: added p50", round(added, 1), "ms"))
+    alone = await _pdf_alone(files["pdf"], 10 if quick else PDF_READS)
+    case = f"{PDF_PAGES}-page PDF read alone"
+    for how in ("child", "thread"):
+        p50 = round(statistics.median(alone[how]), 1)
+        rows.append(row(BENCH, case, f"{how}: p50", p50, "ms"))
+        cpu = round(statistics.median(alone[f"{how}_cpu"]), 1)
+        rows.append(row(BENCH, case, f"{how}: CPU of the bot's process", cpu, "ms"))
+    ratio = statistics.median(alone["child"]) / statistics.median(alone["thread"])
+    rows.append(row(BENCH, case, "child / thread: p50", round(ratio, 2), "x"))
     extra = {"rounds": rounds, "messages_per_kind": count, "chats_per_kind": CHATS}
-    return rows, {**extra, "voice_bytes": len(voice), "photo_bytes": len(photo), "runs": runs}
+    sizes = {f"{kind}_bytes": len(data) for kind, data in files.items()}
+    return rows, {**extra, **sizes, "runs": runs, "pdf_alone": alone}

@@ -378,9 +378,9 @@ samples of every case are in `bench/results.json` under `raw.stored`.
 
 MEDIA = Section(
     name="media",
-    title="Voice and photos",
+    title="Voice, photos and PDFs",
     source="bench/media.py",
-    summary="what a voice message and a photo add to a turn, against a text message",
+    summary="what a voice message, a photo and a PDF add to a turn, against a text message",
     what="""
 The real core (files with fsync, the usage ledger, the model catalog and the transcriber)
 against a fake model that answers chat calls and transcriptions at once, so that what is
@@ -389,9 +389,12 @@ and comes on top. One message at a time through `ConversationService.say`, as a 
 sends it after downloading the file: a short text question, a 3 s Telegram voice (OGG/Opus,
 sent as it is, base64 in JSON, the transcript charged in the ledger), and a 1280x960 JPEG
 photo (decoded and checked with Pillow, kept as a conversation file, sent as a data URL, and
-read back by the chat's next turns). Each kind has 10 chats of its own; the kinds take turns
-round by round, and the ratios are those of the same rounds. CPU per message is the
-process's (core, worker threads and fakes together).
+read back by the chat's next turns), and a 10-page PDF with a text layer (read by pypdf in a
+child process of its own, `MEDIA_PDF_TIMEOUT`; its text kept as a file and indexed). Each
+kind has 10 chats of its own; the kinds take turns round by round, and the ratios are those
+of the same rounds. CPU per message is the process's (core, worker threads and fakes
+together; not the PDF's child). Apart, the same PDF read alone, one after another, by the
+child and by pypdf in a worker thread (how a turn read PDFs before the child).
 """,
     found="""
 A text message took [[zero-latency model|text: p50]]
@@ -399,16 +402,25 @@ A text message took [[zero-latency model|text: p50]]
 of CPU. A voice message took [[zero-latency model|voice: p50]]
 ([[zero-latency model|voice: added p50]] more: [[zero-latency model|voice / text: p50]]
 the text message's; CPU [[zero-latency model|voice / text: CPU]]),
-and a photo [[zero-latency model|photo: p50]]
+a photo [[zero-latency model|photo: p50]]
 ([[zero-latency model|photo: added p50]] more: [[zero-latency model|photo / text: p50]];
-CPU [[zero-latency model|photo / text: CPU]]).
+CPU [[zero-latency model|photo / text: CPU]]), and a PDF [[zero-latency model|pdf: p50]]
+([[zero-latency model|pdf: added p50]] more: [[zero-latency model|pdf / text: p50]]).
+Read alone, the PDF took [[10-page PDF read alone|child: p50]] in its child against
+[[10-page PDF read alone|thread: p50]] in a thread
+([[10-page PDF read alone|child / thread: p50]]), and the bot's process spent
+[[10-page PDF read alone|child: CPU of the bot's process]] of CPU on it against
+[[10-page PDF read alone|thread: CPU of the bot's process]].
 """,
     reading="""
 A voice adds one more HTTP round trip (the transcription) and its ledger record; the audio is
 not decoded when it is OGG/Opus already. A photo adds the image's decode (to check it), a
 fsync'd file, and the base64 of a few hundred KB in every request while it stays in view
 (up to `MAX_IMAGES_IN_PROMPT` images of the chat). Against a real model's seconds, and a real
-transcription's, these milliseconds do not change what a user waits.
+transcription's, these milliseconds do not change what a user waits. A PDF's child costs
+a fixed start (an interpreter and pypdf's import, about a tenth of a second) whatever the
+PDF: that is the price of a reading that can be killed, and it takes pypdf's work off the
+bot's process (and its GIL), which no longer pays the PDF's CPU.
 """,
 )
 
