@@ -4,6 +4,7 @@ to their messages."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -123,6 +124,51 @@ async def test_one_message_at_a_time_indexes_exactly_what_one_batch_does(
         ]
     kinds = {hit.kind for hit in await search.search(OTHER, "deposit flat months rent", 10)}
     assert kinds == {"message", "document", "fact"}
+
+
+async def test_two_processes_catching_up_at_once_index_what_one_would(
+    repo: FileRepository, tmp_path: Path
+) -> None:
+    """The bot and an operator's `membot search` index the same file, each under its own
+    lock: each catch-up reads how far the index got, and the rows its new messages change
+    (the predecessor's), inside its write transaction, so neither writes a row twice."""
+    bot_side, operator = HistorySearch(repo, tmp_path), HistorySearch(repo, tmp_path)
+    messages = conversation()
+    for cid in (CHAT, OTHER):
+        await repo.put_file(cid, LEASE_FILE, b"The deposit is two months of rent.")
+    await repo.append(CHAT, messages)
+    await bot_side.search(CHAT, "concert")
+    for start in range(0, len(messages), 3):
+        await repo.append(OTHER, messages[start : start + 3])
+        await asyncio.gather(*(s.search(OTHER, "concert") for s in (bot_side, operator)))
+    assert dump(bot_side.index_path(OTHER)) == dump(bot_side.index_path(CHAT))
+
+
+async def test_two_processes_building_a_new_index_at_once_both_find(
+    repo: FileRepository, tmp_path: Path
+) -> None:
+    """The first build switches the file to WAL, which needs it to itself: with the other
+    process inside its transaction then, SQLite refuses at once, without waiting."""
+    sides = (HistorySearch(repo, tmp_path), HistorySearch(repo, tmp_path))
+    for n in range(30):
+        cid = ConversationId.telegram(1000 + n)
+        await repo.append(cid, conversation()[:3])
+        found = await asyncio.gather(*(side.search(cid, "concert") for side in sides))
+        assert [[hit.seq for hit in hits] for hits in found] == [[1], [1]]
+    # Left in the default journal mode then, the file is switched by a later search.
+    path = sides[0].index_path(cid)
+    assert journal_mode(path, "delete") == "delete"
+    await sides[0].search(cid, "concert")
+    assert journal_mode(path) == "wal"
+
+
+def journal_mode(path: Path, new: str | None = None) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        pragma = "PRAGMA journal_mode" + (f" = {new}" if new else "")
+        return str(conn.execute(pragma).fetchone()[0])
+    finally:
+        conn.close()
 
 
 async def test_the_answer_is_found_by_the_words_of_the_question_before_it(

@@ -14,9 +14,13 @@ _SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    return _primary_code(exc) in _CORRUPT_CODES
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     # Extended result codes (e.g. SQLITE_CORRUPT_VTAB) keep the primary code in the low byte.
-    return isinstance(code, int) and code & 0xFF in _CORRUPT_CODES
+    return code & 0xFF if isinstance(code, int) else None
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -46,6 +50,22 @@ def write(path: Path) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.rollback()
         raise
+    finally:
+        conn.close()
+
+
+def use_wal(path: Path) -> None:
+    """Switch the file to WAL (readers never wait for the writer), if that can be done now.
+    It needs the file to itself: while another process (the bot, an operator's `membot
+    search`) is inside a transaction on it, as when both build a new index at once, SQLite
+    refuses at once instead of waiting. The index works in SQLite's default journal mode
+    meanwhile, and the next search tries again."""
+    conn = connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as exc:
+        if _primary_code(exc) != sqlite3.SQLITE_BUSY:
+            raise
     finally:
         conn.close()
 

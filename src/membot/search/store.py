@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from membot.ids import ConversationId
 from membot.memory.models import Message, iso, parse_iso
-from membot.search.db import connect as _connect
+from membot.search.db import use_wal
 from membot.search.db import write as _write
 from membot.search.entries import add_facts, add_summary
 from membot.search.hits import SearchHit
@@ -46,30 +46,35 @@ def prepare(path: Path, cid: ConversationId, generation: str, messages_total: in
     """Make the index usable for this generation of the chat; say how far it got."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _write(path) as conn:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        row = None
-        if version == SCHEMA_VERSION:
-            row = conn.execute("SELECT generation, last_seq, summary_upto FROM state").fetchone()
-        if row is not None and row[0] == generation and row[1] <= messages_total:
-            return IndexState(int(row[1]), int(row[2]))
-        if row is None:
-            log.info("%s: building the search index", cid)
-        else:
-            # Another chat lives under this id now (reset), or the archive got shorter.
-            log.info("%s: the archive changed under the search index; rebuilding", cid)
-        conn.execute("DROP TABLE IF EXISTS terms")
-        conn.execute("DROP TABLE IF EXISTS messages")
-        conn.execute("DROP TABLE IF EXISTS state")
-        for statement in SCHEMA:
-            conn.execute(statement)
-        conn.execute("INSERT INTO state (id, generation, last_seq) VALUES (1, ?, 0)", (generation,))
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-    # journal_mode cannot change inside a transaction; it is stored in the file, set once.
-    conn = _connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-    finally:
-        conn.close()
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        state = _prepared(conn, cid, generation, messages_total)
+    if not wal:
+        # Outside the transaction (journal_mode cannot change inside one); once is enough.
+        use_wal(path)
+    return state
+
+
+def _prepared(
+    conn: sqlite3.Connection, cid: ConversationId, generation: str, messages_total: int
+) -> IndexState:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    row = None
+    if version == SCHEMA_VERSION:
+        row = conn.execute("SELECT generation, last_seq, summary_upto FROM state").fetchone()
+    if row is not None and row[0] == generation and row[1] <= messages_total:
+        return IndexState(int(row[1]), int(row[2]))
+    if row is None:
+        log.info("%s: building the search index", cid)
+    else:
+        # Another chat lives under this id now (reset), or the archive got shorter.
+        log.info("%s: the archive changed under the search index; rebuilding", cid)
+    conn.execute("DROP TABLE IF EXISTS terms")
+    conn.execute("DROP TABLE IF EXISTS messages")
+    conn.execute("DROP TABLE IF EXISTS state")
+    for statement in SCHEMA:
+        conn.execute(statement)
+    conn.execute("INSERT INTO state (id, generation, last_seq) VALUES (1, ?, 0)", (generation,))
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return IndexState(0, 0)
 
 
