@@ -338,6 +338,14 @@ def test_a_period_may_give_times_and_zones() -> None:
     assert until == datetime(2025, 6, 2, 6, 0, tzinfo=UTC)
 
 
+def test_a_period_at_the_ends_of_the_calendar_is_no_bound() -> None:
+    """The day after 9999-12-31, or a time before year 1 in UTC, cannot be a datetime: no
+    archive reaches them, so they bound nothing (and never fail the tool or the CLI)."""
+    assert parse_period(None, "9999-12-31") == (None, None)
+    assert parse_period("0001-01-01T00:30+01:00", "9999-12-31T23:59-01:00") == (None, None)
+    assert parse_period("0001-01-01", None) == (datetime(1, 1, 1, tzinfo=UTC), None)
+
+
 @pytest.mark.parametrize(
     ("since", "until"),
     [("June", None), (None, "2025-02-30"), ("2025-06-01", "2025-06-01T00:00"), ("1/6/25", None)],

@@ -34,6 +34,10 @@ def _parse(name: str, value: str | None, *, end: bool) -> datetime | None:
             day = datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
             return day + timedelta(days=1) if end else day
         moment = datetime.fromisoformat(text)
+        return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    except OverflowError:
+        # Past the calendar's ends (the day after 9999-12-31, year 1 in another zone): no
+        # archive reaches there, so it bounds nothing.
+        return None
     except ValueError:
         raise BadPeriod(f"{name} must be {FORMAT_HINT}, not {value!r}") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
