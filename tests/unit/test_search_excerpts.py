@@ -23,6 +23,7 @@ from membot.search.excerpts import (
 )
 from membot.search.period import BadPeriod, parse_period
 from membot.search.present import INTRO, age, header
+from membot.search.store import index_summary
 from membot.search.text import match_expression
 
 CHAT = ConversationId.telegram(42)
@@ -291,6 +292,24 @@ async def test_a_summary_shows_its_best_messages(
     [as_json] = excerpts_json([excerpt])
     assert as_json["hits"] == [12, 20] and as_json["neighbours"] == []
     assert as_json["notes"][0]["covers"] == [10, 25]  # type: ignore[index]
+
+
+async def test_one_summary_speaks_for_the_snapshots_that_retell_it(
+    repo: FileRepository, search: HistorySearch
+) -> None:
+    """The summary is rolling: each one retells the last, and the index keeps each as an
+    entry, so a topic it kept matches many of them. One is shown; the budget goes to the
+    messages, not to the same paragraph again and again."""
+    texts = {seq: f"the zebra {seq} was fed" for seq in range(15, 200, 30)}
+    path = await indexed(repo, search, chat(texts, 200))
+    story = "Anna keeps the zoo's zebra and talks about feeding it, every few days."
+    for n, last in enumerate(range(20, 200, 20)):
+        index_summary(path, f"{story} Since then: visit {n}, " + "small talk " * 40, last)
+    shown = await search.recall(CHAT, "zebra feeding", budget_tokens=1000)
+    notes = [note for excerpt in shown for note in excerpt.notes]
+    assert [note.kind for note in notes] == ["summary"]
+    fed = {line.entry.seq for e in shown for line in e.lines if "fed" in line.entry.content}
+    assert fed == set(texts)
 
 
 async def test_a_fact_shows_the_turn_it_was_kept_in(

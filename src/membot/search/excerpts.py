@@ -40,6 +40,10 @@ CHARS_PER_TOKEN = 3
 MAX_LINE_CHARS = 600
 #: A summary hit shows this many of its best messages.
 SUMMARY_PICKS = 2
+#: Summaries shown in one result. The summary is rolling (each retells the one before) and the
+#: index keeps each as an entry, so a topic it kept matches many near-identical paragraphs:
+#: the best speaks for them, and the budget goes to messages.
+SUMMARY_NOTES = 1
 #: Kept for an excerpt's header and the result's first line (present.py stays within them).
 HEADER_CHARS = 50
 INTRO_CHARS = 40
@@ -265,9 +269,11 @@ def gather(
 
 def _fill(reader: _Reader, hits: Sequence[SearchHit], room: int) -> list[_Group]:
     groups: list[_Group] = []
-    used = 0
+    used = summaries = 0
     for hit in hits:
         if hit.kind in ("summary", "fact") and any(group.mark(hit) for group in groups):
+            continue
+        if hit.kind == "summary" and summaries >= SUMMARY_NOTES:
             continue
         # A hit already shown as another's neighbour still brings its own neighbours.
         new = reader.group(hit)
@@ -276,6 +282,7 @@ def _fill(reader: _Reader, hits: Sequence[SearchHit], room: int) -> list[_Group]
         cost = merged.chars() - sum(g.chars() for g in touching)
         if used + cost <= room:
             used += cost
+            summaries += hit.kind == "summary"
             groups = [g for g in groups if g not in touching] + [merged]
         else:
             # Shown already, it is marked as a hit at no cost: lines are cut alike.
