@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("api", help="serve the HTTP chat API alone (no Telegram token needed)")
     sub.add_parser("check-config", help="validate the settings and print them, secrets masked")
     search = sub.add_parser(
-        "search", help="search a chat's whole archive (needs only the data directory)"
+        "search", help="search a chat's whole archive (reads the storage, needs no tokens)"
     )
     # A string, checked by the command: argparse would answer a bad id with a usage dump.
     # "-100123" (a group) still parses as a value, not an option: no option looks like one.
@@ -42,13 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     search.add_argument("query", metavar="QUERY", help="words to look for")
     search.add_argument(
-        "--budget", type=int, help="tokens to show (default: SEARCH_BUDGET_TOKENS, as the bot)"
+        "--budget", type=int, help="tokens to show, 500-50000 (default: SEARCH_BUDGET_TOKENS)"
     )
     search.add_argument("--since", metavar="DATE", help="only from this day on (2025-06-01)")
     search.add_argument("--until", metavar="DATE", help="only up to this day, inclusive")
     search.add_argument("--json", action="store_true", help="print the excerpts as JSON")
     search.add_argument(
-        "--data-dir", type=Path, help="default: $DATA_DIR, else DATA_DIR in ./.env, else data"
+        "--data-dir",
+        type=Path,
+        help="the archive (STORAGE=files) and the index cache; default: DATA_DIR, else data",
     )
     migrate = sub.add_parser(
         "migrate",

@@ -7,10 +7,13 @@ import contextlib
 import io
 import json
 import re
+import socket
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from tests.unit.conftest import REDIS_URL
 
 from membot.__main__ import main
 from membot.core.tools.builtin import builtin
@@ -18,6 +21,8 @@ from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
 from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
+from membot.memory.redis import RedisRepository
+from membot.memory.redis_client import create_client
 from membot.search import HistorySearch
 from membot.search.cli import run_search
 from membot.search.present import INTRO
@@ -25,6 +30,14 @@ from membot.search.present import INTRO
 WHEN = datetime(2025, 3, 1, 14, 2, tzinfo=UTC)
 NOW = datetime(2025, 6, 5, 12, 0, tzinfo=UTC)
 SESSION = "0f8fad5b-d9cb-469f-a165-70867728950e"
+
+
+def conversation(filler: int = 30) -> list[Message]:
+    return [
+        Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
+        Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
+        *(Message(role="user", content=f"filler {i} about coffee", ts=WHEN) for i in range(filler)),
+    ]
 
 
 def store(data_dir: Path, chat_id: int | str, filler: int = 30) -> None:
@@ -36,17 +49,7 @@ def store(data_dir: Path, chat_id: int | str, filler: int = 30) -> None:
 
     async def write() -> None:
         repo = FileRepository(data_dir)
-        await repo.append(
-            cid,
-            [
-                Message(role="user", content="My sister Olga lives in Kazan", ts=WHEN, name="Anna"),
-                Message(role="assistant", content="Kazan is a lovely city!", ts=WHEN),
-                *(
-                    Message(role="user", content=f"filler {i} about coffee", ts=WHEN)
-                    for i in range(filler)
-                ),
-            ],
-        )
+        await repo.append(cid, conversation(filler))
         await repo.close()
 
     asyncio.run(write())
@@ -55,7 +58,15 @@ def store(data_dir: Path, chat_id: int | str, filler: int = 30) -> None:
 @pytest.fixture(autouse=True)
 def no_bot_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # No tokens anywhere and no stray .env: searching must not need the bot's settings.
-    for name in ("TELEGRAM_BOT_TOKEN", "OPENROUTER_API_KEY", "DATA_DIR"):
+    for name in (
+        "TELEGRAM_BOT_TOKEN",
+        "OPENROUTER_API_KEY",
+        "DATA_DIR",
+        "STORAGE",
+        "REDIS_URL",
+        "REDIS_PREFIX",
+        "SEARCH_BUDGET_TOKENS",
+    ):
         monkeypatch.delenv(name, raising=False)
     workdir = tmp_path / "cwd"
     workdir.mkdir()
@@ -104,6 +115,67 @@ async def test_it_prints_what_the_model_sees(tmp_path: Path) -> None:
     assert "My sister Olga lives in Kazan" in printed and "filler 29 about coffee" in printed
 
 
+async def test_storage_redis_is_searched_and_the_bots_index_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefix: str
+) -> None:
+    # The bot with STORAGE=redis: the archive in Redis, the index cache under DATA_DIR.
+    data = tmp_path / "data"
+    repo = RedisRepository(create_client(REDIS_URL), prefix=prefix)
+    await repo.append(ConversationId.telegram(42), conversation())
+    ctx = TurnContext(
+        conversation=ConversationId.telegram(42),
+        repository=repo,
+        search=HistorySearch(repo, data),
+        clock=lambda: NOW,
+    )
+    [seen] = await ToolExecutor(builtin, timeout=5).run(
+        [ToolCall(id="1", name="search_history", arguments='{"query": "Kazan coffee"}')], ctx
+    )
+    await repo.close()
+    index = data / "42" / "search.sqlite3"
+    assert index.is_file()
+    for name, value in {"STORAGE": "redis", "REDIS_URL": REDIS_URL, "REDIS_PREFIX": prefix}.items():
+        monkeypatch.setenv(name, value)
+    printed = await asyncio.to_thread(cli_output, data, "Kazan coffee")
+    assert printed == seen.content + "\n"
+    assert "My sister Olga lives in Kazan" in printed
+    assert index.is_file()
+    # A chat Redis does not hold is named as missing, and its index cache is left alone too.
+    (data / "43").mkdir()
+    (data / "43" / "search.sqlite3").write_bytes(index.read_bytes())
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = await asyncio.to_thread(run_search, "43", "Kazan", as_json=False, data_dir=data)
+    assert code == 2
+    assert err.getvalue().splitlines() == [
+        f"membot search: no chat 43 in Redis (REDIS_PREFIX {prefix})"
+    ]
+    assert (data / "43" / "search.sqlite3").is_file()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A port nobody listens on (bound, so nothing else takes it meanwhile)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def test_redis_unreachable_is_one_line_and_exit_2(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    refused_port: int,
+) -> None:
+    monkeypatch.setenv("STORAGE", "redis")
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{refused_port}/0")
+    code = main(["search", "42", "Kazan", "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    [line] = captured.err.strip().splitlines()
+    assert line.startswith("membot search: Redis did not answer at REDIS_URL"), line
+
+
 def cli_output(data: Path, query: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -147,6 +219,20 @@ def test_budget(
     # As the bot would read it: SEARCH_BUDGET_TOKENS.
     monkeypatch.setenv("SEARCH_BUDGET_TOKENS", "500")
     assert shown() == shown("--budget", "500") < default
+
+
+@pytest.mark.parametrize("budget", ["0", "-100", "499", "50001"])
+def test_a_budget_out_of_range_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], budget: str
+) -> None:
+    store(tmp_path / "data", 42)
+    code = main(["search", "42", "Kazan", "--budget", budget, "--data-dir", str(tmp_path / "data")])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "membot search: --budget must be 500 to 50000 tokens (as SEARCH_BUDGET_TOKENS), "
+        f"not {budget}"
+    ]
 
 
 def test_data_dir_from_the_environment(

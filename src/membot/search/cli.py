@@ -1,59 +1,46 @@
 """`membot search CHAT_ID "QUERY"`: the archive search for operators.
 
-It reads only the data directory, never Telegram or OpenRouter, so it needs no tokens and
-works on a copy of DATA_DIR as well as next to a running bot.
+It reads the storage the bot uses (STORAGE: DATA_DIR's files or Redis), never Telegram or
+OpenRouter, so it needs no tokens and works on a copy of DATA_DIR as well as next to a
+running bot. The chat's index cache is DATA_DIR/<chat>/search.sqlite3 with either storage.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
-
-from dotenv import dotenv_values
+from typing import Any
 
 from membot.clock import Clock, utc_now
-from membot.config import Settings
+from membot.config import ConfigError, Settings, load_subset
 from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
-from membot.memory import FileRepository
+from membot.memory import ChatRepository, FileRepository
+from membot.memory.base import StorageUnavailable
 from membot.search.excerpts import Excerpt
 from membot.search.index import HistorySearch
 from membot.search.period import BadPeriod, parse_period
 from membot.search.present import excerpts_json, format_excerpts
 
-# The bot's own default, so `membot search` and `membot run` agree without a DATA_DIR.
-DEFAULT_DATA_DIR: Path = Settings.model_fields["data_dir"].default
-DEFAULT_BUDGET: int = Settings.model_fields["search_budget_tokens"].default
+# What the bot reads to find the archive and size the result; nothing else (no tokens).
+_FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix", "search_budget_tokens")
 
 
-def _setting(name: str) -> str | None:
-    """$NAME, else NAME in ./.env (as the bot reads its settings, the key's case ignored)."""
-    if value := os.environ.get(name):
-        return value
-    for key, value in dotenv_values(".env").items():
-        if key.upper() == name and value:
-            return value
-    return None
+def _budget_range() -> tuple[int, int]:
+    """SEARCH_BUDGET_TOKENS's bounds: --budget takes what the bot would accept."""
+    metadata = Settings.model_fields["search_budget_tokens"].metadata
+    low = next(int(m.ge) for m in metadata if hasattr(m, "ge"))
+    high = next(int(m.le) for m in metadata if hasattr(m, "le"))
+    return low, high
 
 
-def resolve_data_dir(explicit: Path | None) -> Path:
-    """--data-dir, else $DATA_DIR, else DATA_DIR in ./.env, else "data" (as `membot run`)."""
-    if explicit is not None:
-        return explicit
-    value = _setting("DATA_DIR")
-    return Path(value) if value else DEFAULT_DATA_DIR
+BUDGET_MIN, BUDGET_MAX = _budget_range()
 
 
-def resolve_budget(explicit: int | None) -> int:
-    """--budget, else SEARCH_BUDGET_TOKENS as the bot would read it, else its default: the
-    excerpts the model would be shown."""
-    if explicit is not None:
-        return explicit
-    value = _setting("SEARCH_BUDGET_TOKENS")
-    return int(value) if value and value.strip().isdigit() else DEFAULT_BUDGET
+class _NoChat(Exception):
+    """The storage holds no messages of the chat."""
 
 
 def run_search(
@@ -73,24 +60,41 @@ def run_search(
     try:
         chat = ConversationId.parse(chat_id)
     except InvalidConversationId:
-        print(
-            "membot search: CHAT_ID must be a Telegram chat id (an integer) or api:<session "
-            f"uuid>, not {chat_id!r}",
-            file=sys.stderr,
+        return _fail(
+            "CHAT_ID must be a Telegram chat id (an integer) or api:<session uuid>, "
+            f"not {chat_id!r}"
         )
-        return 2
     try:
         period = parse_period(since, until)
     except BadPeriod as exc:
-        print(f"membot search: {exc}", file=sys.stderr)
-        return 2
-    root = resolve_data_dir(data_dir)
-    repository = FileRepository(root)
-    if not repository.conversation_dir(chat).is_dir():
+        return _fail(str(exc))
+    if budget is not None and not BUDGET_MIN <= budget <= BUDGET_MAX:
+        # Below the minimum not even one message fits: "no matches" would be a lie.
+        return _fail(
+            f"--budget must be {BUDGET_MIN} to {BUDGET_MAX} tokens (as SEARCH_BUDGET_TOKENS), "
+            f"not {budget}"
+        )
+    try:
+        values = load_subset(*_FIELDS)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    root = data_dir if data_dir is not None else values["data_dir"]
+    tokens = budget if budget is not None else values["search_budget_tokens"]
+    redis = values["storage"] == "redis"
+    where = f"Redis (REDIS_PREFIX {values['redis_prefix']})" if redis else str(root)
+    from redis.exceptions import RedisError  # redis-py is a dependency either way
+
+    try:
+        found = asyncio.run(_recall(_open(values, root), root, chat, query, period, tokens))
+    except _NoChat:
         shown = chat.key if chat.namespace == TELEGRAM else str(chat)
-        print(f"membot search: no chat {shown} in {root}", file=sys.stderr)
-        return 2
-    found = asyncio.run(_recall(repository, root, chat, query, period, resolve_budget(budget)))
+        return _fail(f"no chat {shown} in {where}")
+    except (StorageUnavailable, RedisError, OSError) as exc:
+        if not redis:
+            raise
+        if isinstance(exc, RedisError):  # an answer that is an error (auth, a refusal)
+            return _fail(f"Redis failed: {exc}")
+        return _fail(f"Redis did not answer at REDIS_URL ({type(exc.__cause__ or exc).__name__})")
     if as_json:
         print(json.dumps(excerpts_json(found), ensure_ascii=False, indent=2))
     else:
@@ -98,8 +102,24 @@ def run_search(
     return 0
 
 
+def _fail(line: str) -> int:
+    print(f"membot search: {line}", file=sys.stderr)
+    return 2
+
+
+def _open(values: dict[str, Any], root: Path) -> ChatRepository:
+    """The archive as the bot stores it: DATA_DIR's files or Redis (read only here)."""
+    if values["storage"] != "redis":
+        return FileRepository(root)
+    from membot.memory.redis import RedisRepository
+    from membot.memory.redis_client import create_client
+
+    client = create_client(values["redis_url"].get_secret_value())
+    return RedisRepository(client, prefix=values["redis_prefix"])
+
+
 async def _recall(
-    repository: FileRepository,
+    repository: ChatRepository,
     root: Path,
     chat_id: ConversationId,
     query: str,
@@ -107,8 +127,17 @@ async def _recall(
     budget: int,
 ) -> list[Excerpt]:
     since, until = period
-    search = HistorySearch(repository, root)
     try:
+        # Checked before HistorySearch sees the chat: it drops the index of an empty archive,
+        # and a search with the wrong storage (or DATA_DIR) must not delete the bot's index.
+        if (
+            isinstance(repository, FileRepository)
+            and not repository.conversation_dir(chat_id).is_dir()
+        ):
+            raise _NoChat
+        if (await repository.get_meta(chat_id)).messages_total == 0:
+            raise _NoChat
+        search = HistorySearch(repository, root)
         return await search.recall(chat_id, query, since=since, until=until, budget_tokens=budget)
     finally:
         await repository.close()
