@@ -39,10 +39,6 @@ def _budget_range() -> tuple[int, int]:
 BUDGET_MIN, BUDGET_MAX = _budget_range()
 
 
-class _NoChat(Exception):
-    """The storage holds no messages of the chat."""
-
-
 def run_search(
     chat_id: str,
     query: str,
@@ -86,15 +82,15 @@ def run_search(
 
     try:
         found = asyncio.run(_recall(_open(values, root), root, chat, query, period, tokens))
-    except _NoChat:
-        shown = chat.key if chat.namespace == TELEGRAM else str(chat)
-        return _fail(f"no chat {shown} in {where}")
     except (StorageUnavailable, RedisError, OSError) as exc:
         if not redis:
             raise
         if isinstance(exc, RedisError):  # an answer that is an error (auth, a refusal)
             return _fail(f"Redis failed: {exc}")
         return _fail(f"Redis did not answer at REDIS_URL ({type(exc.__cause__ or exc).__name__})")
+    if found is None:
+        shown = chat.key if chat.namespace == TELEGRAM else str(chat)
+        return _fail(f"no chat {shown} in {where}")
     if as_json:
         print(json.dumps(excerpts_json(found), ensure_ascii=False, indent=2))
     else:
@@ -125,7 +121,8 @@ async def _recall(
     query: str,
     period: tuple[datetime | None, datetime | None],
     budget: int,
-) -> list[Excerpt]:
+) -> list[Excerpt] | None:
+    """The excerpts; None when the storage holds no messages of the chat."""
     since, until = period
     try:
         # Checked before HistorySearch sees the chat: it drops the index of an empty archive,
@@ -134,9 +131,9 @@ async def _recall(
             isinstance(repository, FileRepository)
             and not repository.conversation_dir(chat_id).is_dir()
         ):
-            raise _NoChat
+            return None
         if (await repository.get_meta(chat_id)).messages_total == 0:
-            raise _NoChat
+            return None
         search = HistorySearch(repository, root)
         return await search.recall(chat_id, query, since=since, until=until, budget_tokens=budget)
     finally:
