@@ -3,13 +3,17 @@ only at its end, so an answer stopped while it was written (the Stop button, an 
 that went away) is charged an estimate of its tokens at the model's list price, read from
 the provider's model list (the fake's /models lists `pricing` as OpenRouter does). It counts
 against the user's budget like a finished answer: a user who keeps pressing Stop is refused
-once the budget is spent. On the files ledger and on Redis; and for an API session."""
+once the budget is spent. On the files ledger and on Redis; and for an API session, whose
+client gone before any answer is charged the prompt the provider received."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
+
+import pytest
 
 from membot.bot import texts
 from membot.clock import utc_now
@@ -128,3 +132,35 @@ async def test_an_api_client_gone_mid_answer_is_charged_the_estimate(
         2,  # "слово " is 6 characters: 2 tokens at 4 a token
     )
     assert totals.cost == totals.prompt_tokens * prompt + 2 * completion > 0
+
+
+async def test_an_api_client_gone_before_a_plain_answer_is_charged_its_prompt(
+    start_api: StartApi, llm: FakeLLM
+) -> None:
+    """The provider bills the prompt of a request it received, answered or not: a client
+    that leaves at once is charged it (estimated, at the list price), nothing more."""
+    llm.models = {"test/model": ["text"]}
+    llm.prices = {"test/model": PRICE}
+    api = await start_api(llm_timeout=300.0)  # only the client's going ends the call
+    await api.core.serving()
+    llm.script(Reply(content="never sent", hang=True))
+    request = asyncio.ensure_future(
+        api.client.http.post(
+            api.client.base_url + "/api/chat",
+            json={"message": "hammer"},
+            headers={"Authorization": f"Bearer {API_TOKEN}"},
+        )
+    )
+    await llm.wait_for_in_flight(1)
+    request.cancel()  # the client gives up: its connection closes
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    await llm.wait_until(lambda: llm.in_flight == 0, what="the model's call to be closed")
+    assert await api.core.service.wait_idle(5.0)
+    now = utc_now()
+    [row] = await api.core.ledger.report(day_key(now - timedelta(days=1)), day_key(now))
+    assert row.kind == "chat" and row.subject.startswith("api:")
+    totals = row.totals
+    assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
+    assert totals.prompt_tokens > 0 and totals.completion_tokens == 0
+    assert totals.cost == totals.prompt_tokens * Decimal(PRICE[0])

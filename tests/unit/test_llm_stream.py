@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -238,16 +238,67 @@ async def test_a_router_stopped_early_is_charged_at_the_model_it_picked(
     assert (row["model"], row.get("cost"), row["estimated"]) == (*charged, True)
 
 
-async def test_a_stream_closed_before_its_first_piece_is_charged_nothing(
-    llm: FakeLLM, model: OpenAIChatModel, tmp_path: Path
-) -> None:
-    ledger = FileLedger(tmp_path)
-    metered = MeteredModel(model, ledger, lambda: datetime(2026, 11, 25, tzinfo=UTC))
-    llm.script(Reply(content="w" * 400, pacing=Pacing(first_delay=30)))
+async def cancel_once_sent(llm: FakeLLM, call: Awaitable[object]) -> None:
+    """Run `call` (a 40-character prompt: 10 tokens) until the provider has the request,
+    then cancel it, as a front door does when its user stops or its client goes away."""
     with charged_to(7, CHAT):
-        task = asyncio.create_task(anext(metered.stream(user("hi"))))
+        task = asyncio.ensure_future(call)
         await llm.wait_for_in_flight(1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+    await llm.wait_until(lambda: llm.in_flight == 0, what="the model's call to be closed")
+
+
+async def test_a_stream_closed_before_its_first_piece_is_charged_its_prompt(
+    llm: FakeLLM, model: OpenAIChatModel, catalog: ModelCatalog, tmp_path: Path
+) -> None:
+    """The provider bills the prompt of a request it received, however early it is left:
+    Stop pressed at once is no way around a budget."""
+    llm.prices = {"test/model": ("0.0000015", "0.000006")}
+    await catalog.refresh()
+    ledger = FileLedger(tmp_path)
+    metered = MeteredModel(model, ledger, today, prices=catalog)
+    llm.script(Reply(content="w" * 400, pacing=Pacing(first_delay=30)))
+    await cancel_once_sent(llm, anext(metered.stream(user("x" * 40))))
+    totals = await ledger.totals("user", "7", "2026-11")
+    assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
+    assert (totals.prompt_tokens, totals.completion_tokens) == (10, 0)
+    assert totals.cost == Decimal("0.000015")  # 10 x 0.0000015
+    assert (await ledger.totals("chat", str(CHAT), "2026-11-25")).cost == totals.cost
+
+
+async def test_a_plain_call_cancelled_once_sent_is_charged_its_prompt(
+    llm: FakeLLM, model: OpenAIChatModel, catalog: ModelCatalog, tmp_path: Path
+) -> None:
+    llm.prices = {"test/model": ("0.0000015", "0.000006")}
+    await catalog.refresh()
+    ledger = FileLedger(tmp_path)
+    metered = MeteredModel(model, ledger, today, prices=catalog)
+    llm.script(Reply(content="never sent", hang=True))
+    await cancel_once_sent(llm, metered.complete(user("x" * 40)))
+    totals = await ledger.totals("user", "7", "2026-11")
+    assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
+    assert (totals.prompt_tokens, totals.completion_tokens, totals.cost) == (
+        10,
+        0,
+        Decimal("0.000015"),
+    )
+
+
+async def test_a_call_the_provider_failed_is_charged_nothing(
+    llm: FakeLLM, model: OpenAIChatModel, tmp_path: Path
+) -> None:
+    """An error instead of an answer (a 503 to a plain call and to a stream, a stream that
+    breaks after some text): the provider bills none, so neither does membot."""
+    ledger = FileLedger(tmp_path)
+    metered = MeteredModel(model, ledger, today)
+    broken = Reply(content="x" * 80, pacing=Pacing(fail_after=3))
+    llm.script(Reply(status=503), Reply(status=503), broken)
+    with charged_to(7, CHAT):
+        with pytest.raises(LLMUnavailable):
+            await metered.complete(user("hi"))
+        for _ in range(2):
+            with pytest.raises(LLMUnavailable):
+                await drain(metered.stream(user("hi")))
     assert (await ledger.totals("user", "7", "2026-11")).calls == 0

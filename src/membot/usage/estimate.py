@@ -1,8 +1,10 @@
-"""What a stream closed early (the user pressed Stop, an API client went away) is charged.
+"""What a call closed early (the user pressed Stop, an API client went away) is charged.
 
 The provider reports a streamed call's usage in its last chunk only, and bills what it
-generated all the same. So such a call is charged an estimate: about 4 characters a token,
-the prompt's text (its images not counted) and what was written. Its cost is that estimate at
+generated all the same; a request it received bills its prompt even if nothing was written
+yet, streamed or not. So such a call is charged an estimate: about 4 characters a token,
+the prompt's text (its images not counted) and what was written (none, before the first
+piece or for a cancelled plain call). Its cost is that estimate at
 the model's list price (OpenRouter's `pricing`, from the model list: `PriceList`), so stopped
 answers count toward the budgets like finished ones. The model priced is the one the
 provider said was answering (a router such as openrouter/auto names the concrete one), else
@@ -37,7 +39,7 @@ def estimate(
     written: int,
     prices: PriceList | None,
 ) -> LLMResponse:
-    """A stopped stream's usage, which the provider never reported; priced at the first of
+    """A stopped call's usage, which the provider never reported; priced at the first of
     `models` (the answering one, then the one asked for) whose price is known. The response
     names that model, else the first one."""
     from membot.llm.model import LLMResponse, Usage

@@ -11,6 +11,7 @@ Money is `Decimal` throughout: costs are added exactly. Periods are UTC days and
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Iterator, Sequence
@@ -64,7 +65,7 @@ def current_payer() -> Payer | None:
 class Charge:
     """One model call's usage. `cost` is None when the provider reported none (and none
     could be worked out). `estimated`: the provider reported nothing, the tokens (and the
-    cost) are membot's estimate (a stream closed early, usage/estimate.py)."""
+    cost) are membot's estimate (a call closed before it came, usage/estimate.py)."""
 
     at: datetime
     purpose: str
@@ -209,9 +210,14 @@ class MeteredModel:
         tool_choice: str | None = None,
         options: CallOptions | None = None,
     ) -> LLMResponse:
-        response = await self.inner.complete(
-            messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
-        )
+        """Charged as the provider reports; cancelled once sent, its prompt, as `stream`."""
+        try:
+            response = await self.inner.complete(
+                messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
+            )
+        except asyncio.CancelledError:  # awaited as the task is cancelled: still written
+            await self._record(purpose, self._guess(messages, options, "", 0), estimated=True)
+            raise
         await self._record(purpose, response)
         return response
 
@@ -226,10 +232,10 @@ class MeteredModel:
         notes: StreamNotes | None = None,
     ) -> AsyncGenerator[StreamItem, None]:
         """The inner model's stream, charged like a plain call when its response arrives.
-        The provider reports the usage in the stream's last chunk only: a stream its consumer
-        closed before that (the user pressed Stop, an API client went away) once something
-        was written is charged an estimate at the model's list price (usage/estimate.py).
-        A call that failed, or was closed before its first piece, is charged nothing."""
+        The provider reports the usage in its last chunk only, yet bills every request it
+        received: a stream closed before that (Stop, an API client gone), even before its
+        first piece, is charged an estimate at the model's list price (usage/estimate.py).
+        A call that failed (the provider's error, a refused connection) is charged nothing."""
         notes = notes if notes is not None else StreamNotes()
         items = self.inner.stream(
             messages,
@@ -240,7 +246,7 @@ class MeteredModel:
             notes=notes,
         )
         written = 0
-        ended = False  # answered (and charged), or failed
+        ended = False  # answered (and charged), or failed: no estimate
         try:
             async with aclosing(items):
                 async for item in items:
@@ -254,10 +260,15 @@ class MeteredModel:
             ended = True
             raise
         finally:
-            if not ended and written:
-                asked = options.model if options is not None and options.model else self.model
-                guess = estimate((notes.model, asked), messages, written, self.prices)
+            if not ended:  # sent (this runs once an item was asked for); awaited even as
+                guess = self._guess(messages, options, notes.model, written)  # cancelled
                 await self._record(purpose, guess, estimated=True)
+
+    def _guess(
+        self, messages: Sequence[ChatMessage], opts: CallOptions | None, by: str, written: int
+    ) -> LLMResponse:  # the usage of a call that ended before the provider reported it
+        asked = opts.model if opts is not None and opts.model else self.model
+        return estimate((by, asked), messages, written, self.prices)
 
     async def _record(
         self, purpose: str, response: LLMResponse, *, estimated: bool = False
