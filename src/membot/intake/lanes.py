@@ -71,7 +71,7 @@ class Lanes:
             keep = [e for i, e in enumerate(lane) if i == 0 or e.shard != shard]
             for entry in lane:
                 if entry not in keep:
-                    self._release(entry)
+                    self.release(entry)
             lane.clear()
             lane.extend(keep)
 
@@ -84,10 +84,10 @@ class Lanes:
                     await self._run(entry)
                 finally:
                     lane.popleft()
-                    self._release(entry)
+                    self.release(entry)
         finally:
             for entry in lane:  # not started: left pending for the shard's next holder
-                self._release(entry)
+                self.release(entry)
             lane.clear()
             del self._lanes[key]
             del self.tasks[key]
@@ -126,9 +126,7 @@ class Lanes:
         return taken
 
     def release(self, entry: Entry) -> None:
-        """An update taken out of its lane by `gather` is handled (or left)."""
-        self._release(entry)
-
-    def _release(self, entry: Entry) -> None:
+        """An update is let go: handled, left, or taken out of its lane by `gather` and
+        handled there."""
         self._ids.discard(entry.ref)
         self._let_go(entry)
