@@ -73,7 +73,6 @@ class Agent:
         self.repository = repository
         self.prompts = prompts
         self.summarizer = summarizer
-        self.window_size = window_size
         # The window starts where the summary ends and only grows until the next summary
         # (core/window.py): the prompt's prefix stays the same for a provider's cache.
         self.policy = WindowPolicy(window_size, summarizer.every)
