@@ -16,10 +16,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from membot.search.hits import SearchHit
+from membot.search.period import utc
 from membot.search.store import best_between, messages_between, reading
 
 #: The default budget of one search's result, in (estimated) tokens: SEARCH_BUDGET_TOKENS.
@@ -184,10 +185,6 @@ def _answers(message: SearchHit, before: SearchHit) -> bool:
     return asked and (before.role, before.name) != (message.role, message.name)
 
 
-def _aware(when: datetime | None) -> datetime | None:
-    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
-
-
 @dataclass(frozen=True, slots=True)
 class _Reader:
     """What a hit's context is read with: the index file, the query, and the period."""
@@ -262,7 +259,9 @@ def gather(
     with reading(path) as conn:
         if conn is None:  # the index went (a reset) since the search: nothing to show
             return []
-        reader = _Reader(conn, match, neighbours, _aware(since), _aware(until))
+        first = utc(since) if since is not None else None
+        end = utc(until) if until is not None else None
+        reader = _Reader(conn, match, neighbours, first, end)
         groups = _fill(reader, hits, budget_tokens * CHARS_PER_TOKEN - INTRO_CHARS)
     return sorted((g.freeze() for g in groups), key=lambda e: -e.score)
 

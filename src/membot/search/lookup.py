@@ -6,12 +6,13 @@ store.query is this module's query (the name the rest of membot uses).
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from membot.memory.models import iso, parse_iso
 from membot.search.db import connect
 from membot.search.hits import SearchHit
+from membot.search.period import utc
 from membot.search.schema import ENTRY_IDS, OWN_RANK
 
 _COLUMNS = "m.seq, m.ts, m.role, m.name, m.content, m.id, m.kind, m.upto"
@@ -85,7 +86,7 @@ def _beside(conn: sqlite3.Connection, seq: int) -> set[int]:
 def _bound(when: datetime | None, default: str) -> str:
     if when is None:
         return default
-    return iso(when if when.tzinfo is not None else when.replace(tzinfo=UTC))
+    return iso(utc(when))
 
 
 def _hit(

@@ -14,6 +14,11 @@ class BadPeriod(MembotError, ValueError):
     which and the format expected: the tool gives it to the model, the CLI to the shell)."""
 
 
+def utc(when: datetime) -> datetime:
+    """`when` as an aware datetime: a naive one is UTC (as membot writes every time)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 def parse_period(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
     """`since` and `until` as the index wants them: aware datetimes, `since` inclusive,
     `until` exclusive. Both days are inclusive as written: until=2025-08-31 takes in the
@@ -34,7 +39,7 @@ def _parse(name: str, value: str | None, *, end: bool) -> datetime | None:
             day = datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
             return day + timedelta(days=1) if end else day
         moment = datetime.fromisoformat(text)
-        return moment.astimezone(UTC) if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+        return utc(moment).astimezone(UTC)
     except OverflowError:
         # Past the calendar's ends (the day after 9999-12-31, year 1 in another zone): no
         # archive reaches there, so it bounds nothing.
