@@ -15,11 +15,11 @@ from membot.search.hits import SearchHit
 from membot.search.period import utc
 from membot.search.schema import ENTRY_IDS, OWN_RANK
 
-_COLUMNS = "m.seq, m.ts, m.role, m.name, m.content, m.id, m.kind, m.upto"
+HIT_COLUMNS = "m.seq, m.ts, m.role, m.name, m.content, m.id, m.kind, m.upto"
 # `own`: the score of the row's own words (and sender) alone; 0 when only its neighbours'
 # words matched. Computed for the rows returned only.
 _QUERY = f"""
-SELECT {_COLUMNS}, r.score, r.own
+SELECT {HIT_COLUMNS}, r.score, r.own
 FROM (
     SELECT rowid AS id, -rank AS score, -{OWN_RANK.format(table="terms")} AS own
     FROM terms WHERE terms MATCH ? ORDER BY rank LIMIT ?
@@ -31,7 +31,7 @@ ORDER BY r.score DESC, m.seq DESC
 # full-text match the outer loop (one lookup of a ts per match): scanning a long period's
 # rows and matching each would be far slower.
 _QUERY_PERIOD = f"""
-SELECT {_COLUMNS}, -t.rank AS score, -{OWN_RANK.format(table="t.terms")} AS own
+SELECT {HIT_COLUMNS}, -t.rank AS score, -{OWN_RANK.format(table="t.terms")} AS own
 FROM terms AS t CROSS JOIN messages AS m
 WHERE t.terms MATCH ? AND m.id = t.rowid AND m.ts >= ? AND m.ts < ?
 ORDER BY t.rank, m.seq DESC LIMIT ?
@@ -63,7 +63,7 @@ def query(
         else:
             period = (_bound(since, _EARLIEST), _bound(until, _LATEST))
             rows = conn.execute(_QUERY_PERIOD, (match, *period, 2 * limit)).fetchall()
-        ranked = [(_hit(*row[:9]), bool(row[9])) for row in rows]
+        ranked = [(hit_from_row(*row[:9]), bool(row[9])) for row in rows]
         # The messages found by their own words: the sources of their neighbours' matches.
         own = {hit.seq for hit, mine in ranked if mine and hit.kind == "message"}
         hits = [
@@ -89,17 +89,18 @@ def _bound(when: datetime | None, default: str) -> str:
     return iso(utc(when))
 
 
-def _hit(
+def hit_from_row(
     seq: int,
     ts: str,
     role: str,
     name: str | None,
     content: str,
-    rowid: int = 0,
-    kind: str | None = None,
-    upto: int | None = None,
-    score: float = 0.0,
+    rowid: int,
+    kind: str | None,
+    upto: int | None,
+    score: float,
 ) -> SearchHit:
+    """A SearchHit from a row of HIT_COLUMNS and its score."""
     if kind is None:
         kind = "document" if rowid < 0 else "message"
     return SearchHit(

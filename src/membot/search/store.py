@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from membot.ids import ConversationId
-from membot.memory.models import Message, iso, parse_iso
+from membot.memory.models import Message, iso
 from membot.search.db import use_wal
 from membot.search.db import write as _write
 from membot.search.entries import add_facts, add_summary
 from membot.search.hits import SearchHit
+from membot.search.lookup import HIT_COLUMNS, hit_from_row
 from membot.search.lookup import query as query
 from membot.search.neighbours import Said, index_messages, tail
 from membot.search.schema import (
@@ -125,13 +126,13 @@ def index_summary(path: Path, text: str, last: int) -> None:
 # -- what excerpts.py reads around a hit (the budget's side of this file) --------------------
 
 # Only the messages' own rows (id = seq): never a document's pieces or an entry.
-_BETWEEN = """
-SELECT seq, ts, role, name, content, 0.0 FROM messages
-WHERE id BETWEEN ? AND ? AND id = seq ORDER BY seq
+_BETWEEN = f"""
+SELECT {HIT_COLUMNS}, 0.0 FROM messages AS m
+WHERE m.id BETWEEN ? AND ? AND m.id = m.seq ORDER BY m.seq
 """
 # The best messages for a query within a range (a summary's), best first.
-_BEST_BETWEEN = """
-SELECT m.seq, m.ts, m.role, m.name, m.content, -t.rank
+_BEST_BETWEEN = f"""
+SELECT {HIT_COLUMNS}, -t.rank
 FROM terms AS t JOIN messages AS m ON m.id = t.rowid
 WHERE t.terms MATCH ? AND t.rowid BETWEEN ? AND ? AND m.id = m.seq
 ORDER BY t.rank LIMIT ?
@@ -154,16 +155,11 @@ def reading(path: Path) -> Iterator[sqlite3.Connection | None]:
         conn.close()
 
 
-def _message(row: tuple[int, str, str, str | None, str, float]) -> SearchHit:
-    seq, ts, role, name, content, score = row
-    return SearchHit(int(seq), parse_iso(ts), str(role), name, str(content), float(score))
-
-
 def _rows(source: Path | sqlite3.Connection, sql: str, args: tuple[object, ...]) -> list[SearchHit]:
     if isinstance(source, Path):
         with reading(source) as conn:
             return _rows(conn, sql, args) if conn is not None else []
-    return [_message(row) for row in source.execute(sql, args).fetchall()]
+    return [hit_from_row(*row) for row in source.execute(sql, args).fetchall()]
 
 
 def messages_between(
