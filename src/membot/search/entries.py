@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 
 from membot.memory.models import Message, iso
 from membot.search.schema import ENTRY_IDS, INSERT_TERMS, NO_NEIGHBOURS
@@ -62,7 +61,7 @@ def add_facts(conn: sqlite3.Connection, messages: Sequence[Message]) -> None:
                 (message.seq,),
             ).fetchone()
             seq = int(row[0]) if row is not None else message.seq
-            _add(conn, FACT, fact, seq, seq, message.ts)
+            _add(conn, FACT, fact, seq, seq, iso(message.ts))
 
 
 def add_summary(conn: sqlite3.Connection, text: str, last: int) -> None:
@@ -77,17 +76,11 @@ def add_summary(conn: sqlite3.Connection, text: str, last: int) -> None:
         "SELECT ts FROM messages WHERE id > 0 AND id <= ? ORDER BY id DESC LIMIT 1", (last,)
     ).fetchone()
     if row is not None and text.strip():
-        _add_at(conn, SUMMARY, text, upto + 1, last, str(row[0]))
+        _add(conn, SUMMARY, text, upto + 1, last, str(row[0]))
     conn.execute("UPDATE state SET summary_upto = ?", (last,))
 
 
-def _add(
-    conn: sqlite3.Connection, kind: str, text: str, first: int, last: int, ts: datetime
-) -> None:
-    _add_at(conn, kind, text, first, last, iso(ts))
-
-
-def _add_at(conn: sqlite3.Connection, kind: str, text: str, first: int, last: int, ts: str) -> None:
+def _add(conn: sqlite3.Connection, kind: str, text: str, first: int, last: int, ts: str) -> None:
     top = conn.execute("SELECT id FROM messages ORDER BY id DESC LIMIT 1").fetchone()
     entry = max(int(top[0]) if top else 0, ENTRY_IDS) + 1
     conn.execute(
