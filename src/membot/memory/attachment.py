@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from membot.errors import MembotError
+from membot.memory.state import opt_int, opt_str
 
 AttachmentKind = Literal["voice", "audio", "video_note", "image", "document"]
 ATTACHMENT_KINDS: Final = frozenset({"voice", "audio", "video_note", "image", "document"})
@@ -81,14 +82,14 @@ class Attachment:
         return cls(
             kind=kind,
             file=check_file_key(file) if file is not None else None,
-            mime=_opt_str(data.get("mime")),
-            name=_opt_str(data.get("name")),
+            mime=opt_str(data.get("mime")),
+            name=opt_str(data.get("name")),
             size=int(data.get("size", 0)),
             seconds=float(data["seconds"]) if data.get("seconds") is not None else None,
-            pages=_opt_int(data.get("pages")),
-            chars=_opt_int(data.get("chars")),
-            width=_opt_int(data.get("width")),
-            height=_opt_int(data.get("height")),
+            pages=opt_int(data.get("pages")),
+            chars=opt_int(data.get("chars")),
+            width=opt_int(data.get("width")),
+            height=opt_int(data.get("height")),
         )
 
     def marker(self) -> str:
@@ -106,11 +107,3 @@ class Attachment:
         name = f" {self.name}" if self.name else ""
         extra = f" ({', '.join(details)})" if details else ""
         return f"[document{name}{extra}; its text is kept and searchable with search_history]"
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def _opt_int(value: object) -> int | None:
-    return None if value is None else int(value)  # type: ignore[call-overload]
