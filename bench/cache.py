@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.openai_server import Reply, rendered_prompt
+from tests.fakes.openai_server import Reply, common_prefix, rendered_prompt
 
 from bench.core import Row, fakes, make_membot, row, running
 from membot.core.prompt import PromptBuilder
@@ -195,22 +195,13 @@ def measure(prompts: list[str]) -> dict[str, float]:
     sizes: list[int] = []
     uncached: list[int] = []
     for n, prompt in enumerate(prompts):
-        shared = max((_shared(prompt, earlier) for earlier in prompts[:n]), default=0)
+        shared = max((common_prefix(prompt, earlier) for earlier in prompts[:n]), default=0)
         if n + 1 >= STEADY_FROM:
             sizes.append(len(prompt))
             uncached.append(len(prompt) - shared)
     chars = sum(sizes) / len(sizes)
     fresh = sum(uncached) / len(uncached)
     return {"prompt_chars": round(chars), "uncached_chars": round(fresh)}
-
-
-def _shared(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def cost(chars: float, fresh: float, prices: tuple[float, float, float], cached: bool) -> float:

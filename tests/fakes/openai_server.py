@@ -109,7 +109,7 @@ def rendered_prompt(body: dict[str, Any]) -> str:
 RECENT_PROMPTS = 16
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix, by bisection on slice comparisons (done in C):
     a character loop in Python over 10,000-character prompts made the fake, not membot, the
     bottleneck of every benchmark that shares its process."""
@@ -522,7 +522,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
         them out) that repeat the start of an earlier prompt to the same model."""
         text = rendered_prompt(body)
         earlier = self._prompts.setdefault(str(body.get("model")), deque(maxlen=RECENT_PROMPTS))
-        best = max((_common_prefix(text, other) for other in earlier), default=0)
+        best = max((common_prefix(text, other) for other in earlier), default=0)
         earlier.append(text)
         return best
 
