@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 
-import aiohttp
 import openai
 from openai import AsyncOpenAI, DefaultAioHttpClient
 
@@ -21,6 +20,7 @@ from membot.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
+from membot.llm.wire import refused
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def provider_client(llm: LlmSettings, *, retries: int = 0) -> AsyncOpenAI:
 
 def provider_failure(exc: openai.OpenAIError) -> tuple[LLMError, str]:
     """What a failed call means (an LLMError, safe to log) and a short status for the log."""
-    if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
+    if isinstance(exc, openai.APITimeoutError) and not refused(exc):
         return LLMTimeout("the provider did not answer in time"), "timeout"
     if isinstance(exc, openai.APIConnectionError):
         return LLMUnavailable("cannot reach the provider"), "connection error"
@@ -50,8 +50,8 @@ def provider_failure(exc: openai.OpenAIError) -> tuple[LLMError, str]:
         if isinstance(exc, openai.InternalServerError):
             return LLMUnavailable("the provider failed", status=status), f"http {status}"
         reason = _reason(exc)
-        refused = LLMRejected("the provider refused the request", status=status, reason=reason)
-        return refused, f"http {status}"
+        rejected = LLMRejected("the provider refused the request", status=status, reason=reason)
+        return rejected, f"http {status}"
     return LLMUnavailable("unusable reply from the provider"), type(exc).__name__
 
 
@@ -61,14 +61,3 @@ def _reason(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return str(body["message"])
     return body if isinstance(body, str) else exc.message
-
-
-def _refused(exc: BaseException) -> bool:
-    """A "timeout" that was a refused connect: the SDK's aiohttp transport maps every
-    connection error to a connect timeout."""
-    cause = exc.__cause__
-    while cause is not None:
-        if isinstance(cause, aiohttp.ClientConnectorError):
-            return True
-        cause = cause.__cause__
-    return False
