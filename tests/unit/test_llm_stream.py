@@ -28,7 +28,7 @@ from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
 from membot.usage import charged_to
 from membot.usage.files import FileLedger
-from membot.usage.ledger import MeteredModel
+from membot.usage.metered import MeteredModel
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 6}'}}
 CHAT = ConversationId.parse("tg:7")

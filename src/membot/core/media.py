@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from membot.clock import Clock, utc_now
+from membot.llm.model import Usage
 from membot.media.documents import is_image, read_document
 from membot.media.errors import MediaError, UnsupportedType
 from membot.memory.attachment import Attachment, new_file_key
 from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.models import Message
-from membot.usage.ledger import Charge, UsageLedger, current_payer
+from membot.usage.ledger import UsageLedger
+from membot.usage.metered import ChargeWriter
 
 if TYPE_CHECKING:
     from membot.ids import ConversationId
@@ -113,7 +115,8 @@ class MediaReader:
         self.max_images = max_images_in_prompt
         self.document_chars = document_prompt_chars
         self.clock, self._catalog_tried, self.pdf = clock, float("-inf"), pdf
-        self._ledger_failing = False
+        # The call was made and paid: a ledger that fails is never the turn's failure.
+        self._charges = ChargeWriter(ledger, clock, "a transcription") if ledger else None
 
     # -- which models see images ------------------------------------------------------------
 
@@ -227,30 +230,10 @@ class MediaReader:
             heard="\n\n".join(heard) if heard else None,
         )
 
-    async def _charge(self, model: str, usage: Any) -> None:
+    async def _charge(self, model: str, usage: Usage) -> None:
         """The transcription, charged to the turn's user and chat like a model call."""
-        if self.ledger is None:
-            return
-        payer = current_payer()
-        charge = Charge(
-            at=self.clock(),
-            purpose="transcription",
-            model=model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cached_tokens=usage.cached_tokens,
-            cost=usage.cost,
-            user_id=payer.user_id if payer else None,
-            conversation=payer.conversation if payer else None,
-        )
-        try:
-            await self.ledger.record(charge)
-        except Exception as exc:  # the call was made and paid: never the turn's failure
-            if not self._ledger_failing:
-                log.warning("usage: a transcription was not recorded (%s)", type(exc).__name__)
-            self._ledger_failing = True
-        else:
-            self._ledger_failing = False
+        if self._charges is not None:
+            await self._charges.write("transcription", model, usage)
 
     # -- the window's images -----------------------------------------------------------------
 

@@ -3,16 +3,17 @@ per-user rate limit. See ledger.py for how calls are charged and quota.py for th
 
 from membot.usage.ledger import (
     Charge,
-    MeteredModel,
     Row,
     Totals,
     UsageLedger,
     charged_to,
 )
+from membot.usage.metered import ChargeWriter, MeteredModel
 from membot.usage.quota import Limits, OverLimit, Quota
 
 __all__ = [
     "Charge",
+    "ChargeWriter",
     "Limits",
     "MeteredModel",
     "OverLimit",
