@@ -50,9 +50,6 @@ REDIS_SOCKET_TIMEOUT = 0.5
 QUEUE_CONNECT_TIMEOUT = 1.0
 QUEUE_SOCKET_TIMEOUT = 4.0
 
-# A document's text is searched in pieces about this long (a hit shows 500 characters).
-SEARCH_CHUNK_CHARS = 600
-
 
 def shutdown_grace(settings: Settings) -> float:
     """How long shutdown waits for answers in progress. Telegram already counts those updates
@@ -102,7 +99,7 @@ def build_agent(
         tool_mode=make_mode(settings.tool_mode),
         max_tool_rounds=settings.tool_max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
-        search=HistorySearch(repository, settings.data_dir, chunker=_chunks),
+        search=HistorySearch(repository, settings.data_dir),
         search_budget=settings.tools.search_budget_tokens,
         tasks=tasks,
         consult_rounds=settings.consult_rounds,
@@ -110,13 +107,6 @@ def build_agent(
         models=settings.model_choices,
         media=media,
     )
-
-
-def _chunks(text: str) -> list[str]:
-    """A document's text in pieces for the search index: one hit shows one piece."""
-    from membot.media.text import chunk_text
-
-    return chunk_text(text, SEARCH_CHUNK_CHARS)
 
 
 def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:

@@ -18,7 +18,8 @@ from membot.media.errors import (
     UnsupportedType,
 )
 from membot.media.pdf import PdfProcesses
-from membot.media.text import chunk_text, cut_for_prompt, decode_text
+from membot.media.text import cut_for_prompt, decode_text
+from membot.textcut import chunk_text
 
 SECRET = "deposit is 1500 EUR"
 

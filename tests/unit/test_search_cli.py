@@ -21,6 +21,7 @@ from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
 from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
+from membot.memory.attachment import Attachment
 from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
 from membot.search import HistorySearch
@@ -176,10 +177,10 @@ def test_redis_unreachable_is_one_line_and_exit_2(
     assert line.startswith("membot search: Redis did not answer at REDIS_URL"), line
 
 
-def cli_output(data: Path, query: str) -> str:
+def cli_output(data: Path, query: str, as_json: bool = False) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert run_search("42", query, as_json=False, data_dir=data, clock=lambda: NOW) == 0
+        assert run_search("42", query, as_json=as_json, data_dir=data, clock=lambda: NOW) == 0
     return out.getvalue()
 
 
@@ -349,3 +350,27 @@ def test_a_bad_date_is_one_line_and_exit_2(
         "membot search: since must be an ISO date like 2025-06-01 (or a time like "
         "2025-06-01T18:30, UTC unless given), not 'March'"
     ]
+
+
+async def test_a_document_is_indexed_in_the_pieces_the_bot_uses(tmp_path: Path) -> None:
+    # `membot search` may be the first to index a chat: its rows must be the bot's, a long
+    # document in pieces (a hit shows the piece that matched, not the document's head).
+    data = tmp_path / "data"
+    repo = FileRepository(data)
+    chat = ConversationId.telegram(42)
+    key = "0123456789abcdef0123456789abcdef.txt"
+    text = "\n\n".join(f"Paragraph {n} is about the garden and its hedges." for n in range(60))
+    await repo.put_file(
+        chat, key, (text + "\n\nThe boathouse key is under the blue stone.").encode()
+    )
+    lease = Attachment(kind="document", file=key, name="notes.txt")
+    await repo.append(chat, [Message(role="user", content="my notes", attachments=(lease,))])
+    await repo.close()
+    printed = await asyncio.to_thread(cli_output, data, "boathouse", True)
+    [piece] = [
+        m["content"]
+        for excerpt in json.loads(printed)
+        for m in excerpt["messages"]
+        if m["hit"] and "boathouse" in m["content"]
+    ]
+    assert len(piece) <= 600 and "Paragraph 0 " not in piece

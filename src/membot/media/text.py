@@ -10,11 +10,11 @@ import codecs
 import re
 
 from membot.media.errors import BrokenFile
+from membot.textcut import boundary
 
 #: Share of NUL bytes above which "text" is really a binary file.
 _BINARY_NULS = 0.01
 _WORDS = re.compile(r"[^\W\d_]+")
-_SPACES = re.compile(r"\s*")
 
 
 def decode_text(data: bytes) -> str:
@@ -61,42 +61,12 @@ def _reads_as_cyrillic(text: str) -> bool:
     return whole > mixed
 
 
-def chunk_text(text: str, size: int) -> list[str]:
-    """``text`` in pieces of at most ``size`` characters, cut at a paragraph, line, sentence
-    or word boundary where one lies in the second half of the piece; blank pieces dropped."""
-    if size < 1:
-        raise ValueError("size must be at least 1")
-    pieces: list[str] = []
-    text = text.strip()
-    # An offset into the text, never a copy of its rest: copying made a 20 MB document
-    # quadratic (seconds of CPU).
-    start = 0
-    while len(text) - start > size:
-        window = text[start : start + size]
-        cut = _boundary(window)
-        pieces.append(window[:cut].strip())
-        spaces = _SPACES.match(text, start + cut)  # always matches: \s* may be empty
-        start = spaces.end() if spaces else start + cut
-    if start < len(text):
-        pieces.append(text[start:])
-    return [piece for piece in pieces if piece]
-
-
-def _boundary(window: str) -> int:
-    half = len(window) // 2
-    for separator in ("\n\n", "\n", ". ", " "):
-        at = window.rfind(separator, half)
-        if at != -1:
-            return at + len(separator)
-    return len(window)
-
-
 def cut_for_prompt(text: str, limit: int) -> tuple[str, bool]:
     """``text`` of at most about ``limit`` characters for the model, with a note saying it
     was cut and how much the whole has; True as the second value when it was cut."""
     if len(text) <= limit:
         return text, False
-    head = text[: _boundary(text[:limit])].rstrip()
+    head = text[: boundary(text[:limit])].rstrip()
     note = (
         f"\n\n[The document continues: {len(head)} of {len(text)} characters are shown here; "
         "the rest is kept and can be found with search_history.]"

@@ -27,6 +27,7 @@ from membot.search.excerpts import CANDIDATES, DEFAULT_BUDGET_TOKENS, Excerpt, g
 from membot.search.hits import SearchHit
 from membot.search.store import index_summary, insert, prepare, query
 from membot.search.text import match_expression
+from membot.textcut import chunk_text
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +37,11 @@ MAX_LIMIT = 50
 # interrupted first build of a long archive keeps most of its progress.
 _BATCH = 2000
 
-#: Long text in pieces for the index (wiring hands media.text.chunk_text's); the default
-#: keeps a document's text whole.
+#: A document's text is searched in pieces about this long (a hit shows one piece), by the
+#: bot and by `membot search` alike.
+CHUNK_CHARS = 600
+
+#: Long text in pieces for the index (tests may cut otherwise).
 Chunker = Callable[[str], list[str]]
 
 
@@ -49,7 +53,7 @@ class HistorySearch:
     ) -> None:
         self._repository = repository
         self._root = Path(index_root)
-        self._chunker = chunker or (lambda text: [text])
+        self._chunker = chunker or _pieces
         self._lock = KeyedLocks()
 
     def index_path(self, cid: ConversationId) -> Path:
@@ -192,3 +196,7 @@ class HistorySearch:
 
 def _chunked(chunker: Chunker, data: bytes) -> list[str]:
     return chunker(data.decode("utf-8", errors="replace"))
+
+
+def _pieces(text: str) -> list[str]:
+    return chunk_text(text, CHUNK_CHARS)
