@@ -211,3 +211,68 @@ def test_worker_and_receive_need_the_redis_queue(tmp_path: Path) -> None:
     result = run_membot(tmp_path, BASE_ENV, "worker")
     assert result.returncode == 2
     assert result.stderr.strip() == "membot: QUEUE is invalid: `membot worker` needs QUEUE=redis"
+
+
+def _check_config_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stdout.splitlines()
+
+
+# Every setting but the secrets and TOOLS, whose empty value switches tools off.
+OPTIONAL = sorted(set(env_names()) - set(BASE_ENV) - {"TOOLS"})
+
+
+def test_an_empty_value_means_not_set_in_the_environment(tmp_path: Path) -> None:
+    defaults = _check_config_lines(run_membot(tmp_path, BASE_ENV, "check-config"))
+    empty = {**BASE_ENV, **dict.fromkeys(OPTIONAL, "")}
+    assert _check_config_lines(run_membot(tmp_path, empty, "check-config")) == defaults
+
+
+def test_an_empty_value_means_not_set_in_the_env_file(tmp_path: Path) -> None:
+    defaults = _check_config_lines(run_membot(tmp_path, BASE_ENV, "check-config"))
+    (tmp_path / ".env").write_text("".join(f"{name}=\n" for name in OPTIONAL))
+    assert _check_config_lines(run_membot(tmp_path, BASE_ENV, "check-config")) == defaults
+
+
+def test_an_empty_variable_in_the_environment_leaves_the_env_files_value(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("WINDOW_SIZE=8\nAPI_HOST=0.0.0.0\n")
+    env = {**BASE_ENV, "WINDOW_SIZE": "", "API_HOST": ""}
+    lines = _check_config_lines(run_membot(tmp_path, env, "check-config"))
+    assert "WINDOW_SIZE=8" in lines and "API_HOST=0.0.0.0" in lines
+
+
+def test_an_empty_tools_value_still_switches_tools_off(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("TOOLS=calculate\n")
+    lines = _check_config_lines(run_membot(tmp_path, {**BASE_ENV, "TOOLS": ""}, "check-config"))
+    assert "TOOLS=(none)" in lines
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"TELEGRAM_BOT_TOKEN": "", "OPENROUTER_API_KEY": ""},
+            "TELEGRAM_BOT_TOKEN and OPENROUTER_API_KEY are required but not set",
+        ),
+        (
+            {**BASE_ENV, "OPENROUTER_API_KEY": ""},
+            "OPENROUTER_API_KEY is required but not set",
+        ),
+        (
+            {**BASE_ENV, "TELEGRAM_BOT_TOKEN": ""},
+            "TELEGRAM_BOT_TOKEN is required but not set",
+        ),
+        (
+            {"TELEGRAM_BOT_TOKEN": "", "OPENROUTER_API_KEY": "", "WINDOW_SIZE": "0"},
+            "TELEGRAM_BOT_TOKEN and OPENROUTER_API_KEY are required but not set; "
+            "WINDOW_SIZE is invalid: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_empty_secrets_are_named_as_not_set(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    result = run_membot(tmp_path, env, "check-config")
+    assert result.returncode == 2
+    assert result.stderr == f"membot: configuration error: {message}\n"

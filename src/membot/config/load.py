@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError, create_model
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings
 
 from membot.config.settings import Settings
+from membot.config.sources import EnvSettings
 from membot.errors import MembotError
 
 
@@ -46,7 +46,7 @@ def load_subset(*names: str, **overrides: Any) -> dict[str, Any]:
     environment and ./.env, for operator commands that need no tokens (`migrate`, `usage`).
     Raises ConfigError with one line."""
 
-    class _Base(BaseSettings):
+    class _Base(EnvSettings):
         model_config = Settings.model_config
 
     fields: dict[str, Any] = {}
@@ -104,6 +104,8 @@ def setup_logging(level: str) -> None:
 # What a process role may require beyond the model's own checks.
 _ROLE_FIELDS = ("telegram_bot_token", "api_port", "api_tokens")
 
+_NOT_SET = " is required but not set"
+
 
 def _env_name(name: str, info: FieldInfo) -> str:
     alias = info.validation_alias
@@ -132,7 +134,7 @@ def _readable(names: tuple[str, ...], overrides: dict[str, Any]) -> dict[str, An
 def _role_problems(values: dict[str, Any], *, telegram: bool, api: bool | None) -> list[str]:
     problems = []
     if telegram and "telegram_bot_token" in values and values["telegram_bot_token"] is None:
-        problems.append("TELEGRAM_BOT_TOKEN is required but not set")
+        problems.append("TELEGRAM_BOT_TOKEN" + _NOT_SET)
     serving = values.get("api_port") is not None if api is None else api
     if serving and "api_tokens" in values and not values["api_tokens"]:
         problems.append(
@@ -147,7 +149,7 @@ def _problems(exc: ValidationError) -> list[str]:
     for err in exc.errors():
         var = str(err["loc"][0]).upper() if err["loc"] else "settings"
         if err["type"] == "missing":
-            problems.append(f"{var} is required but not set")
+            problems.append(var + _NOT_SET)
         else:
             msg = err["msg"].removeprefix("Value error, ")
             if not err["loc"] and msg.split(" ", 1)[0].isupper():
@@ -158,4 +160,12 @@ def _problems(exc: ValidationError) -> list[str]:
 
 
 def _line(problems: list[str]) -> str:
+    """One line; the variables missing are named together ("A and B are required but not
+    set"), where the first of them was."""
+    missing = [p.removesuffix(_NOT_SET) for p in problems if p.endswith(_NOT_SET)]
+    if len(missing) > 1:
+        names = ", ".join(missing[:-1]) + " and " + missing[-1]
+        at = next(i for i, p in enumerate(problems) if p.endswith(_NOT_SET))
+        rest = [p for p in problems if not p.endswith(_NOT_SET)]
+        problems = [*rest[:at], f"{names} are required but not set", *rest[at:]]
     return "configuration error: " + "; ".join(problems)

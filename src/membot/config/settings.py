@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from membot.config.groups import (
     ApiSettings,
@@ -23,6 +23,7 @@ from membot.config.groups import (
     TelegramSettings,
     ToolSettings,
 )
+from membot.config.sources import EnvSettings
 from membot.config.types import (
     ApiTokens,
     BotToken,
@@ -51,7 +52,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-class Settings(BaseSettings):
+class Settings(EnvSettings):
     """Every knob of membot. Field names map 1:1 to environment variables (upper case)."""
 
     model_config = SettingsConfigDict(
