@@ -15,7 +15,9 @@ WORKDIR /opt/membot
 COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --locked --no-dev --no-install-project
 COPY src ./src
-RUN uv sync --locked --no-dev && mkdir -p /opt/membot/data && chown membot:membot /opt/membot/data
+# DATA_DIR private (0700): it holds every conversation in clear text. A new volume mounted
+# there takes this directory's owner and mode.
+RUN uv sync --locked --no-dev && install -d -m 0700 -o membot -g membot /opt/membot/data
 
 USER membot
 ENV PATH="/opt/membot/.venv/bin:$PATH" DATA_DIR=/opt/membot/data

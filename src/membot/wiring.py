@@ -8,6 +8,7 @@ front doors' own users (Telegram's shared limits, the queue, the API's sessions)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.memory.base import ChatRepository, CheckedAtStart
 from membot.memory.files import FileRepository
+from membot.private import exposed
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 from membot.usage import MeteredModel, Quota, UsageLedger
@@ -180,7 +182,11 @@ class Core:
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
-        connects before (build_core never does); a backend without a check has nothing to do."""
+        connects before (build_core never does); a backend without a check has nothing to do.
+        A DATA_DIR other local users can read is said once, here: every role has one."""
+        warning = await asyncio.to_thread(exposed, self.settings.data_dir)
+        if warning is not None:
+            log.warning("%s", warning)
         if isinstance(self.repository, CheckedAtStart):
             await self.repository.check()
 

@@ -23,6 +23,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from tests.private_files import open_to_others, usual_umask
 from tests.scripted import ScriptedModel
 
 from membot.config import ConfigError, Settings, env_names, load_settings
@@ -485,3 +486,22 @@ async def test_migrate_copies_the_conversations_files_both_ways(
     assert await back.repository.get_file(SESSION, text) == b"notes"
     [first, _, _] = await back.repository.tail(SESSION, 10)
     assert first.attachments == (photo, voice)
+
+
+async def test_migrate_into_files_writes_them_private(make_repo: MakeRepo, tmp_path: Path) -> None:
+    redis = RedisSide(make_repo(ttl=1000))
+    image = new_file_key("jpg")
+    await redis.repository.put_file(SESSION, image, b"\xff\xd8\xff\xe0")
+    photo = Attachment(kind="image", file=image, mime="image/jpeg", size=4)
+    await redis.repository.append(
+        SESSION, [Message(role="user", content="look", attachments=(photo,))]
+    )
+    await redis.repository.append(CID, turn("hello"))
+    await redis.repository.add_fact(CID, "likes tea", 10)
+    back = tmp_path / "back"
+    with usual_umask():
+        report = await migrate(redis, FilesSide(FileRepository(back)))
+    assert (report.copied, report.files) == (2, 1)
+    assert (back / "42" / "facts.json").is_file()
+    assert (back / SESSION.relative_path() / "files" / image).is_file()
+    assert open_to_others(back) == []

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
+from tests.private_files import open_to_others, usual_umask
 from tests.unit.conftest import REDIS_URL
 
 from membot.ids import ConversationId
@@ -279,6 +280,25 @@ async def test_two_processes_share_one_window_on_redis(prefix: str, tmp_path: Pa
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_the_outage_spool_of_charges_is_private(tmp_path: Path, prefix: str) -> None:
+    from membot.memory.health import RedisHealth
+    from membot.usage.spooled import SpooledLedger
+
+    client = create_client(REDIS_URL)
+    health = RedisHealth(client.ping, cooldown=3600.0)
+    data_dir = tmp_path / "data"
+    try:
+        ledger = SpooledLedger(RedisLedger(client, prefix), health, data_dir)
+        health.failed(RedisConnectionError("down"))
+        with usual_umask():
+            await ledger.record(charge("0.1"))
+        assert (data_dir / "usage-spool.jsonl").is_file()
+        assert open_to_others(data_dir) == []
+    finally:
+        await health.close()
+        await client.aclose()
 
 
 async def test_charges_made_during_an_outage_reach_redis_once_it_is_back(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from membot.memory.durable import append_lines, replace_atomic
+from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def truncate(path: Path) -> None:
 def rewrite(path: Path, content: bytes) -> int:
     """Replace the journal atomically; its new size. With the directory's fsync: the
     updates still pending must not fall back to an older journal after a power cut."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     replace_atomic(path, content, sync_dir=True)
     return len(content)
 

@@ -13,10 +13,12 @@ import os
 import uuid
 from pathlib import Path
 
+from membot.private import open_private, private_dir
+
 # macOS has no fdatasync; fsync is the same promise there, with the metadata too.
 fdatasync = getattr(os, "fdatasync", os.fsync)
 
-_APPEND_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -41,13 +43,13 @@ def ends_torn(fd: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
-def open_append(path: Path, *, mode: int = 0o600) -> int:
-    """An O_APPEND descriptor, creating the file (and its private directory) when missing."""
+def open_append(path: Path) -> int:
+    """An O_APPEND descriptor, creating the file (and its directories) private when missing."""
     try:
-        return os.open(path, _APPEND_FLAGS, mode)
+        return open_private(path, _APPEND_FLAGS)
     except FileNotFoundError:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return os.open(path, _APPEND_FLAGS, mode)
+        private_dir(path.parent)
+        return open_private(path, _APPEND_FLAGS)
 
 
 def append_lines(path: Path, payload: bytes, *, sync_dir: bool = False) -> int:
@@ -73,7 +75,7 @@ def replace_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
     rename to a power cut is harmless (the caller can rebuild it from what it did sync)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = open_private(tmp, os.O_WRONLY | os.O_TRUNC)
         try:
             write_all(fd, data)
             os.fsync(fd)

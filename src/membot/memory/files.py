@@ -63,6 +63,7 @@ from membot.memory.layout import (
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary
 from membot.memory.smallfiles import FACTS, add_fact, read_facts, remove_facts
 from membot.memory.state import ConversationState
+from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -282,6 +283,6 @@ class FileRepository:
         meta.state_seq = meta.messages_total
         meta.updated_at = utc_now()
         meta.created_at = meta.created_at or meta.updated_at
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(directory)
         write_meta(directory, meta)
         return meta

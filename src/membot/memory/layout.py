@@ -16,6 +16,7 @@ from membot.memory.archive import last_summary_upto, read_small, read_tail
 from membot.memory.durable import fsync_dir, replace_atomic
 from membot.memory.models import ChatMeta, CorruptRecord, Message, new_generation
 from membot.memory.smallfiles import write_json
+from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def load_meta(
 def put_file(root: Path, path: Path, data: bytes) -> None:
     """A conversation file, written atomically and durably (its directories' entries too)."""
     new_dirs = [p for p in (path.parent.parent, path.parent) if not p.is_dir()]
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     replace_atomic(path, data)
     for directory in {p.parent for p in new_dirs}:
         fsync_dir(directory)

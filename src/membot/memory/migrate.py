@@ -38,6 +38,7 @@ from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
 from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash
 from membot.memory.smallfiles import FACTS, read_facts, write_json
+from membot.private import private_dir
 
 BACKENDS = ("files", "redis")
 BATCH = 1000  # messages per write
@@ -104,7 +105,7 @@ class FilesSide:
     ) -> int:
         root = self.repository.root
         building = root / f"{_BUILDING}{cid.namespace}-{cid.key}-{uuid.uuid4().hex}"
-        await asyncio.to_thread(building.mkdir, mode=0o700, parents=True)
+        await asyncio.to_thread(private_dir, building)
         count = 0
         async for batch in batches(messages, BATCH):
             payload = "".join(m.to_json() + "\n" for m in batch).encode()
@@ -114,7 +115,7 @@ class FilesSide:
         if await self.exists(cid):
             await self.repository.reset(cid)  # --overwrite
         target = self.repository.conversation_dir(cid)
-        await asyncio.to_thread(target.parent.mkdir, mode=0o700, parents=True, exist_ok=True)
+        await asyncio.to_thread(private_dir, target.parent)
         await asyncio.to_thread(building.rename, target)
         await asyncio.to_thread(fsync_dir, target.parent)
         return count

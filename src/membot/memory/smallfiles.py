@@ -13,6 +13,7 @@ from membot.clock import utc_now
 from membot.memory.archive import read_small
 from membot.memory.durable import replace_atomic
 from membot.memory.models import iso
+from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def add_fact(directory: Path, fact: str, limit: int) -> bool | None:
     if len(facts) >= limit:
         return None
     facts.append({"text": fact, "added_at": iso(utc_now())})
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(directory)
     write_json(directory / FACTS, {"facts": facts})
     return True
 

@@ -19,6 +19,7 @@ from membot.config import ConfigError, Settings, load_subset
 from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory import ChatRepository, FileRepository
 from membot.memory.base import StorageUnavailable
+from membot.private import exposed
 from membot.search.excerpts import Excerpt
 from membot.search.index import HistorySearch
 from membot.search.period import BadPeriod, parse_period
@@ -75,6 +76,9 @@ def run_search(
     except ConfigError as exc:
         return _fail(str(exc))
     root = data_dir if data_dir is not None else values["data_dir"]
+    warning = exposed(root)  # the index it writes there holds the chat in full
+    if warning is not None:
+        print(f"membot search: warning: {warning}", file=sys.stderr)
     tokens = budget if budget is not None else values["search_budget_tokens"]
     redis = values["storage"] == "redis"
     where = f"Redis (REDIS_PREFIX {values['redis_prefix']})" if redis else str(root)

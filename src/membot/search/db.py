@@ -8,6 +8,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from membot.private import create_private
+
 # Damage that a rebuild cures; anything else (locked, disk full) is not ours to paper over.
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 _SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -24,6 +26,9 @@ def _primary_code(exc: sqlite3.Error) -> int | None:
 
 
 def connect(path: Path) -> sqlite3.Connection:
+    # The index holds every message in full: created 0600 here, not SQLite's 0644, and its
+    # -wal/-shm/-journal files take the main file's mode.
+    create_private(path)
     # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
     # The timeout covers an operator's `membot search` and the bot indexing the same chat.
     conn = sqlite3.connect(path, timeout=10.0, isolation_level=None)

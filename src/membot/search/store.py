@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from membot.ids import ConversationId
 from membot.memory.models import Message, iso
+from membot.private import private_dir
 from membot.search.db import use_wal
 from membot.search.db import write as _write
 from membot.search.entries import add_facts, add_summary
@@ -45,7 +46,7 @@ class IndexState(NamedTuple):
 
 def prepare(path: Path, cid: ConversationId, generation: str, messages_total: int) -> IndexState:
     """Make the index usable for this generation of the chat; say how far it got."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path.parent)
     with _write(path) as conn:
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         state = _prepared(conn, cid, generation, messages_total)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.memory.models import iso, parse_iso
+from membot.private import open_private, private_dir
 from membot.usage.ledger import Charge, Kind, Row, Totals, day_key, month_key
 
 log = logging.getLogger(__name__)
@@ -148,9 +149,9 @@ class FileLedger:
             log.warning("usage: %d charge(s) not written to %s: %s", len(batch), self.path, exc)
 
     def _append(self, lines: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         # O_APPEND: each batch lands whole at the end, even with a second writer.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, lines.encode())
         finally:

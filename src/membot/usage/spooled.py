@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from functools import partial
 from pathlib import Path
 
 from membot.memory.base import StorageUnavailable
-from membot.memory.durable import replace_atomic
+from membot.memory.durable import open_append, replace_atomic, write_all
 from membot.memory.health import RedisHealth
 from membot.usage.files import charge_from_json, charge_to_json
 from membot.usage.ledger import Charge, Kind, Row, Totals
@@ -48,9 +49,11 @@ class SpooledLedger:
         await self._drain()
 
     def _append(self, line: str) -> None:
-        self.spool.parent.mkdir(parents=True, exist_ok=True)
-        with self.spool.open("a", encoding="utf-8") as f:
-            f.write(line)
+        fd = open_append(self.spool)
+        try:
+            write_all(fd, line.encode())
+        finally:
+            os.close(fd)
 
     async def _drain(self) -> None:
         if self._spooled is None:  # a spool left by an earlier run of this process
