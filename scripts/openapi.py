@@ -2,8 +2,9 @@
 `GET /api/openapi.json` serves with the default settings.
 
 The document is built by `membot.api.openapi.build_document` from the pydantic models that
-validate requests; the only setting in it is MAX_ROUNDS (the bound of `maxRounds`), taken at
-its default here. A running server serves its own, with its MAX_ROUNDS. `make docs` runs this;
+validate requests; the only settings in it are MAX_ROUNDS (the bound of `maxRounds`) and
+API_MAX_MESSAGE_CHARS (of `message`), taken at their defaults here. A running server serves
+its own, with its settings. `make docs` runs this;
 tests/unit/test_docs.py fails when the committed file is stale.
 """
 
@@ -21,8 +22,9 @@ PATH = Path(__file__).resolve().parents[1] / "docs" / "openapi.json"
 
 
 def document() -> str:
-    max_rounds = Settings.model_fields["max_rounds"].default
-    return json.dumps(build_document(max_rounds), indent=2, ensure_ascii=False) + "\n"
+    fields = Settings.model_fields
+    document = build_document(fields["max_rounds"].default, fields["api_max_message_chars"].default)
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from membot.core.sessions import (
     DialogCompleted,
     InvalidMaxRounds,
     MaxRoundsExceeded,
+    ModelNotAllowed,
     SessionError,
     SessionNotFound,
 )
@@ -38,12 +39,14 @@ class ErrorCode(StrEnum):
     MAX_ROUNDS_EXCEEDED = "MAX_ROUNDS_EXCEEDED"
     DIALOG_COMPLETED = "DIALOG_COMPLETED"
     MODEL_REJECTED = "MODEL_REJECTED"
+    MODEL_NOT_ALLOWED = "MODEL_NOT_ALLOWED"
     UNAUTHORIZED = "UNAUTHORIZED"
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
     NOT_FOUND = "NOT_FOUND"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     SESSION_BUSY = "SESSION_BUSY"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
     LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
     LLM_UNAVAILABLE = "LLM_UNAVAILABLE"
@@ -66,12 +69,14 @@ _ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
     ErrorCode.MAX_ROUNDS_EXCEEDED: (400, "maxRounds is more than MAX_ROUNDS allows."),
     ErrorCode.DIALOG_COMPLETED: (400, "This dialog is complete; start a new session."),
     ErrorCode.MODEL_REJECTED: (400, "The model provider refused the request."),
+    ErrorCode.MODEL_NOT_ALLOWED: (400, "The model is not one this server offers (MODELS)."),
     ErrorCode.UNAUTHORIZED: (401, "A valid token is required (Authorization: Bearer ...)."),
     ErrorCode.SESSION_NOT_FOUND: (404, "The session does not exist or has expired."),
     ErrorCode.NOT_FOUND: (404, "There is nothing at this path."),
     ErrorCode.METHOD_NOT_ALLOWED: (405, "This path does not take that method."),
     ErrorCode.SESSION_BUSY: (409, "Another request of this session is in progress."),
     ErrorCode.PAYLOAD_TOO_LARGE: (413, "The request body (or an attachment) is too large."),
+    ErrorCode.MESSAGE_TOO_LARGE: (413, "The message or the systemPrompt is too long."),
     ErrorCode.INVALID_ATTACHMENT: (400, "An attachment's data is not valid base64."),
     ErrorCode.UNSUPPORTED_ATTACHMENT: (400, "An attachment is of a type membot does not read."),
     ErrorCode.BROKEN_ATTACHMENT: (400, "An attachment is damaged or not what its type says."),
@@ -131,6 +136,11 @@ def api_error(exc: MembotError, *, names_session: bool) -> ApiError | None:
     """What a failure of POST /api/chat answers; None for one that is ours to fix (500)."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, ModelNotAllowed):
+        allowed = ", ".join(exc.allowed)
+        return ApiError(
+            ErrorCode.MODEL_NOT_ALLOWED, f"The model {exc.model} is not offered here: {allowed}."
+        )
     if isinstance(exc, SessionError):
         code = _SESSION_CODES[type(exc)]
         # The round limits name their bound; the other sentences are fixed.
@@ -188,6 +198,7 @@ _SESSION_CODES: dict[type[SessionError], ErrorCode] = {
     DialogCompleted: ErrorCode.DIALOG_COMPLETED,
     InvalidMaxRounds: ErrorCode.INVALID_MAX_ROUNDS,
     MaxRoundsExceeded: ErrorCode.MAX_ROUNDS_EXCEEDED,
+    ModelNotAllowed: ErrorCode.MODEL_NOT_ALLOWED,
 }
 _NO_STORAGE = "The storage is unavailable right now; try again soon."
 _ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)

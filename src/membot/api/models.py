@@ -17,7 +17,7 @@ from membot.api.errors import ApiError, ErrorCode
 from membot.core.media import Upload
 from membot.core.sessions import SessionRequest
 from membot.llm.structured import load_schema, schema_object
-from membot.memory.state import SessionConfig
+from membot.memory.state import MAX_PERSONA, SessionConfig
 
 #: Larger bodies are refused (413) before they are parsed: room for a 20 MB file, whose
 #: base64 takes a third more.
@@ -74,7 +74,8 @@ class ChatRequest(BaseModel):
     # Documented as a pattern, checked by the validator below with Python's idea of
     # whitespace (a superset of the regex engine's), so "blank" means one thing.
     message: str = Field(
-        description="The user's message; not blank.", json_schema_extra={"pattern": r"\S"}
+        description="The user's message; not blank, at most API_MAX_MESSAGE_CHARS characters.",
+        json_schema_extra={"pattern": r"\S"},
     )
     model: str | None = Field(
         default=None,
@@ -89,7 +90,11 @@ class ChatRequest(BaseModel):
         default=None, description="No web search for this session even when WEB_SEARCH is on."
     )
     system_prompt: str | None = Field(
-        default=None, description="Replaces the configured system prompt for the session."
+        default=None,
+        description=(
+            "Replaces the configured system prompt for the session (at most 4,000 characters, "
+            "as a /persona)."
+        ),
     )
     output_format: Literal["text", "json"] | None = Field(
         default=None, description="json: the completing answer is a JSON object."
@@ -137,6 +142,19 @@ class ChatRequest(BaseModel):
     def schema_object(self) -> dict[str, Any] | None:
         """outputSchema as an object (validation turned a string into one)."""
         return self.output_schema if isinstance(self.output_schema, dict) else None
+
+    def check_sizes(self, max_message_chars: int) -> None:
+        """ApiError(MESSAGE_TOO_LARGE) naming the first field over its cap (not the model's
+        max_length: these are 413, not 400, and the message's cap is a setting)."""
+        for field, value, cap in (
+            ("message", self.message, max_message_chars),
+            ("systemPrompt", self.system_prompt, MAX_PERSONA),
+        ):
+            if value is not None and len(value) > cap:
+                raise ApiError(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"{field} is {len(value):,} characters long; at most {cap:,} are taken.",
+                )
 
     def to_session_request(self) -> SessionRequest:
         config = SessionConfig(

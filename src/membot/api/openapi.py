@@ -11,6 +11,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from membot.api.errors import CHAT_ERRORS, ERROR_SENTENCE, ERROR_STATUS, ErrorCode, ErrorResponse
 from membot.api.models import ChatRequest, ChatResponse, Health
+from membot.memory.state import MAX_PERSONA
 
 _REF = "#/components/schemas/{model}"
 _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
@@ -21,11 +22,15 @@ _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
 ]
 
 
-def build_document(max_rounds: int) -> dict[str, Any]:
-    """The document served at /api/openapi.json; `max_rounds` is MAX_ROUNDS."""
+def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
+    """The document served at /api/openapi.json; `max_rounds` is MAX_ROUNDS,
+    `max_message_chars` API_MAX_MESSAGE_CHARS."""
     refs, schemas = models_json_schema(_MODELS, ref_template=_REF)
     components: dict[str, Any] = schemas["$defs"]
-    _bound_integer(components["ChatRequest"]["properties"]["maxRounds"], 1, max_rounds)
+    request = components["ChatRequest"]["properties"]
+    _bound_integer(request["maxRounds"], 1, max_rounds)
+    _bound_string(request["message"], max_message_chars)
+    _bound_string(request["systemPrompt"], MAX_PERSONA)
 
     def ref(model: type[BaseModel], mode: JsonSchemaMode) -> dict[str, Any]:
         return dict(refs[(model, mode)])
@@ -129,6 +134,13 @@ def _open_get(summary: str, schema: dict[str, Any], operation: str, ok: str) -> 
         "security": [],
         "responses": {"200": _json(ok, schema), "default": _json("An error", _ERROR)},
     }
+
+
+def _bound_string(prop: dict[str, Any], max_length: int) -> None:
+    """Document a length cap; enforced by the server with its own code (MESSAGE_TOO_LARGE)."""
+    for branch in prop.get("anyOf", [prop]):
+        if branch.get("type") == "string":
+            branch["maxLength"] = max_length
 
 
 def _bound_integer(prop: dict[str, Any], minimum: int, maximum: int) -> None:

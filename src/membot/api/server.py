@@ -70,10 +70,13 @@ class ApiServer:
             web_search=settings.web_search,
             clock=clock,
             health=core.health,
+            # As /model allows: MODELS and the default model; anything while MODELS is empty.
+            models=settings.model_choices if settings.models else (),
         )
         self.sweeper = SessionSweeper(self.sessions, sweep_interval(settings.session_ttl))
         self._tokens = tuple(_digest(t.get_secret_value()) for t in settings.api_tokens)
-        self._openapi = json.dumps(build_document(settings.max_rounds), ensure_ascii=False).encode()
+        document = build_document(settings.max_rounds, settings.api_max_message_chars)
+        self._openapi = json.dumps(document, ensure_ascii=False).encode()
         self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_post("/api/chat", self._chat)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)
@@ -120,6 +123,7 @@ class ApiServer:
         if not self._authorized(request):
             raise ApiError(ErrorCode.UNAUTHORIZED)
         parsed = parse_chat_request(await _read_body(request))
+        parsed.check_sizes(self.settings.api_max_message_chars)
         if parsed.session_id is not None:
             request[_SESSION] = str(parsed.session_id)
         if not parsed.stream:

@@ -73,6 +73,7 @@ class ApiSettings:
     port: int | None
     tokens: tuple[SecretStr, ...]
     session_ttl: float
+    max_message_chars: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,8 @@ class Settings(EnvSettings):
     api_port: int | None = Field(default=None, ge=1, le=65535)
     api_tokens: ApiTokens = ()
     session_ttl: float = Field(default=3600.0, gt=0, le=365 * 86400)
+    # The longest `message` an API request may carry, in characters (413 beyond it).
+    api_max_message_chars: int = Field(default=100_000, ge=1, le=10_000_000)
     web_search: bool = False
     # Where conversations live: `files` under DATA_DIR (needs nothing), or `redis`.
     storage_backend: Storage = Field(default="files", validation_alias="storage")
@@ -240,6 +242,7 @@ class Settings(EnvSettings):
             port=self.api_port,
             tokens=self.api_tokens,
             session_ttl=self.session_ttl,
+            max_message_chars=self.api_max_message_chars,
         )
 
     @property

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from membot.core.consult import RoundPlan
+from membot.core.consult import RoundPlan, initial_request_of
 from membot.core.facts import FactsDraft
 from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.media import MediaReader, Understood
@@ -189,7 +189,8 @@ class Agent:
         after = plan.state_after()
         # Kept whole once begun: a turn cancelled now (its API client gone) must not leave its
         # messages saying "Remembered" without the fact, nor files without their turn.
-        stored = await to_the_end(self._keep(cid, seen.files, [user, *produced], after, facts))
+        files = [*seen.files, *opts.files]
+        stored = await to_the_end(self._keep(cid, files, [user, *produced], after, facts))
         stopped = produced[-1].stopped
         if stopped:  # a consultation's round is answered all the same (stored above)
             log.info("%s: answer stopped by the user, kept as written so far", cid)
@@ -263,9 +264,12 @@ class Agent:
                 plan.start = replace(start, language=language)
                 plan.unsaved = True
         if opts.start is not None:
-            plan.consult(incoming.text, opts.start)
+            # A new API session's request is the first line of its archive: referred to from
+            # the state, not copied into every round's.
+            plan.consult(incoming.text, opts.start, seq=1 if given is not None else 0)
         else:
-            plan.round = RoundPlan.next_for(start, finish=opts.finish)
+            request = await initial_request_of(self.repository, incoming.conversation, start)
+            plan.round = RoundPlan.next_for(start, finish=opts.finish, request=request)
         plan.offer = opts.consult_tool and self.registry.get(CONSULTATION_TOOL) is not None
         return plan
 

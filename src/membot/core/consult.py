@@ -9,9 +9,14 @@ request quoted verbatim (seed 000).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 
+from membot.ids import ConversationId
+from membot.memory.base import ChatRepository
 from membot.memory.state import ConversationState
+
+log = logging.getLogger(__name__)
 
 ROUND_NOTE = (
     "This conversation is a consultation: Round {round} of {max_rounds}. Ask the user the "
@@ -32,25 +37,32 @@ FINAL_NOTE = (
 
 @dataclass(frozen=True, slots=True)
 class RoundPlan:
-    """The round a turn answers."""
+    """The round a turn answers. `initial_seq`: where the initial request is stored (the
+    archive position of its user message; 0: in the state itself)."""
 
     round: int
     max_rounds: int
     initial_request: str
     final: bool
+    initial_seq: int = 0
 
     @classmethod
-    def start(cls, request: str, max_rounds: int) -> RoundPlan:
-        return cls(1, max_rounds, request, final=max_rounds <= 1)
+    def start(cls, request: str, max_rounds: int, *, seq: int = 0) -> RoundPlan:
+        return cls(1, max_rounds, request, final=max_rounds <= 1, initial_seq=seq)
 
     @classmethod
-    def next_for(cls, state: ConversationState, *, finish: bool = False) -> RoundPlan | None:
-        """The next round of the state's consultation; None outside one."""
+    def next_for(
+        cls, state: ConversationState, *, finish: bool = False, request: str | None = None
+    ) -> RoundPlan | None:
+        """The next round of the state's consultation; None outside one. `request`: the
+        initial request read from the archive (`initial_request_of`) when the state refers
+        to it."""
         if not state.consulting:
             return None
         k = state.round + 1
         final = finish or k >= state.max_rounds
-        return cls(k, state.max_rounds, state.initial_request, final)
+        text = state.initial_request if request is None else request
+        return cls(k, state.max_rounds, text, final, state.initial_seq)
 
     def system_note(self) -> str:
         template = FINAL_NOTE if self.final else ROUND_NOTE
@@ -65,9 +77,29 @@ class RoundPlan:
             mode="chat" if self.final else "consultation",
             round=self.round,
             max_rounds=self.max_rounds,
-            initial_request=self.initial_request,
+            initial_request="" if self.initial_seq else self.initial_request,
+            initial_seq=self.initial_seq,
             complete=self.final,
         )
+
+
+async def initial_request_of(
+    repository: ChatRepository, cid: ConversationId, state: ConversationState
+) -> str | None:
+    """The initial request of the state's consultation when it is kept in the archive (its
+    user message, `initial_seq`); None when the state holds it itself."""
+    if not state.consulting or not state.initial_seq:
+        return None
+    messages = repository.iter_messages(cid, state.initial_seq - 1)
+    try:
+        async for message in messages:
+            if message.seq == state.initial_seq:
+                return message.content
+            break
+    finally:
+        await messages.aclose()
+    log.warning("%s: the consultation's initial request is missing from the archive", cid)
+    return ""
 
 
 def clamp_rounds(rounds: int | None, default: int, maximum: int) -> int:

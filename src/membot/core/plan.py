@@ -33,9 +33,10 @@ class TurnPlan:
     unsaved: bool = False
     offer: bool = False
 
-    def consult(self, request: str, rounds: int) -> RoundPlan:
-        """Start a consultation of `rounds` on `request`: this turn answers its round 1."""
-        self.round = RoundPlan.start(request, rounds)
+    def consult(self, request: str, rounds: int, *, seq: int = 0) -> RoundPlan:
+        """Start a consultation of `rounds` on `request`: this turn answers its round 1.
+        `seq`: the archive position the request will have (its user message), when known."""
+        self.round = RoundPlan.start(request, rounds, seq=seq)
         return self.round
 
     @property

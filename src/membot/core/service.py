@@ -177,7 +177,9 @@ class ConversationService:
         state = await self.state(cid)
         if not state.consulting:
             return None
-        ended = replace(state, mode="chat", round=0, max_rounds=0, initial_request="")
+        ended = replace(
+            state, mode="chat", round=0, max_rounds=0, initial_request="", initial_seq=0
+        )
         await self.repository.set_state(cid, ended)
         log.info("%s: consultation cancelled in round %d", cid, state.round + 1)
         return state

@@ -28,6 +28,7 @@ from membot.errors import MembotError
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
+from membot.memory.attachment import new_file_key
 from membot.memory.base import StorageHealth, StorageUnavailable
 from membot.memory.models import ChatMeta
 from membot.memory.state import ConversationState, SessionConfig
@@ -53,6 +54,15 @@ class InvalidMaxRounds(SessionError):
 
 class MaxRoundsExceeded(SessionError):
     """maxRounds above MAX_ROUNDS."""
+
+
+class ModelNotAllowed(SessionError):
+    """A model the operator does not offer (MODELS), asked for or kept by an older session."""
+
+    def __init__(self, model: str, allowed: tuple[str, ...]) -> None:
+        super().__init__("model not allowed")
+        self.model = model
+        self.allowed = allowed
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +105,7 @@ class Sessions:
         web_search: bool,
         clock: Clock = utc_now,
         health: StorageHealth | None = None,
+        models: tuple[str, ...] = (),
     ) -> None:
         self.service = service
         self.repository = service.repository
@@ -104,6 +115,9 @@ class Sessions:
         self.max_rounds = max_rounds
         self.web_search = web_search
         self.clock = clock
+        # The models a session may use (MODELS and the default, as /model offers them);
+        # empty: any model the provider has.
+        self.models = models
 
     async def chat(self, request: SessionRequest, sink: ReplySink | None = None) -> SessionReply:
         """Answer one request: open a session or take its next round. Raises SessionError,
@@ -113,12 +127,17 @@ class Sessions:
         only returned. Whatever the sink raises ends the turn, and nothing changed either."""
         sink = sink or _Quiet()
         self._check_rounds(request.max_rounds)
+        self._check_model(request.config.model)
         if request.session_id is None:
             return await self._open(request, sink)
         return await self._continue(request.session_id, request.message, sink, request.uploads)
 
     def _storage_up(self) -> bool:
         return self.health is None or self.health.available
+
+    def _check_model(self, model: str | None) -> None:
+        if model is not None and self.models and model not in self.models:
+            raise ModelNotAllowed(model, self.models)
 
     def _check_rounds(self, rounds: int | None) -> None:
         if rounds is None:
@@ -137,20 +156,23 @@ class Sessions:
             log.info("%s: storage unavailable, answered as a single round", cid)
             request = replace(request, max_rounds=None)
         incoming = Incoming(cid, request.message, uploads=request.uploads)
+        # The system prompt is kept once, as a file of the session's, stored with its first
+        # turn; the state (on every turn that changes it) names the file.
+        files: tuple[tuple[str, bytes], ...] = ()
+        kept = config
+        if config.system_prompt is not None:
+            key = new_file_key("txt")
+            files = ((key, config.system_prompt.encode()),)
+            kept = replace(config, system_prompt=None, system_prompt_file=key)
         async with self.service.exclusive(cid):
             if request.max_rounds is None:
-                # One plain round (no round text in the prompt), and the dialog is over.
-                initial = ConversationState(
-                    round=1,
-                    max_rounds=1,
-                    initial_request=request.message,
-                    complete=True,
-                    session=config,
-                )
-                options = self._options(config, state=initial)
+                # One plain round (no round text in the prompt), and the dialog is over. Its
+                # message is in the archive only: no later round quotes it.
+                initial = ConversationState(round=1, max_rounds=1, complete=True, session=kept)
+                options = self._options(config, state=initial, files=files)
                 result = await self.service.say(incoming, sink, options)
             else:
-                options = self._options(config, state=ConversationState(session=config))
+                options = self._options(config, state=ConversationState(session=kept), files=files)
                 result = await self.service.consult(incoming, request.max_rounds, sink, options)
         return _reply(sid, result)
 
@@ -185,11 +207,29 @@ class Sessions:
                 raise SessionNotFound("the session expired")
             if not meta.state.consulting:
                 raise DialogCompleted("the dialog is complete")
+            # Opened before MODELS stopped offering its model: refused, not answered by
+            # another model halfway through the dialog.
+            self._check_model(config.model)
+            config = await self._system_prompt(cid, config)
             result = await self.service.say(incoming, sink, self._options(config))
         return _reply(sid, result)
 
+    async def _system_prompt(self, cid: ConversationId, config: SessionConfig) -> SessionConfig:
+        """The config with its system prompt read from the session's file, if kept there."""
+        if config.system_prompt_file is None:
+            return config
+        data = await self.repository.get_file(cid, config.system_prompt_file)
+        if data is None:
+            log.warning("%s: the session's system prompt file is missing", cid)
+            return config
+        return replace(config, system_prompt=data.decode())
+
     def _options(
-        self, config: SessionConfig, *, state: ConversationState | None = None
+        self,
+        config: SessionConfig,
+        *,
+        state: ConversationState | None = None,
+        files: tuple[tuple[str, bytes], ...] = (),
     ) -> TurnOptions:
         structured = config.output_format == "json" or config.output_schema is not None
         return TurnOptions(
@@ -201,6 +241,7 @@ class Sessions:
             ),
             output=OutputSpec(config.output_schema) if structured else None,
             state=state,
+            files=files,
             consult_tool=False,  # a session's shape is its first request's, not the model's
         )
 

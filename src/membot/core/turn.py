@@ -40,7 +40,8 @@ class TurnOptions:
     `finish` makes the current consultation round the final one. `system_prompt` replaces
     SYSTEM_PROMPT (an API session's own); `call` carries per-call model settings; `output`
     is the format the answer that completes the dialog must have. `state` is what a new
-    conversation starts with (an API session's settings). `consult_tool` offers the model
+    conversation starts with (an API session's settings), and `files` conversation files
+    stored with the turn (its system prompt). `consult_tool` offers the model
     `start_consultation` in plain chat."""
 
     start: int | None = None
@@ -49,6 +50,7 @@ class TurnOptions:
     call: CallOptions | None = None
     output: OutputSpec | None = None
     state: ConversationState | None = None
+    files: tuple[tuple[str, bytes], ...] = ()
     consult_tool: bool = True
 
 

@@ -18,6 +18,10 @@ def opt_str(value: Any) -> str | None:
 
 Mode = Literal["chat", "consultation"]
 
+#: The longest system prompt of a conversation's own, in characters: a chat's /persona, an API
+#: session's systemPrompt. It rides in every prompt of the conversation.
+MAX_PERSONA = 4000
+
 
 @dataclass(frozen=True, slots=True)
 class SessionConfig:
@@ -25,13 +29,17 @@ class SessionConfig:
 
     model: str | None = None
     system_prompt: str | None = None
+    # Where the system prompt is kept instead, once: the key of a conversation file (written
+    # with the session's first turn). The state rides on every turn that changes it, and a
+    # copy of the prompt on each of those lines would multiply it.
+    system_prompt_file: str | None = None
     max_tokens: int | None = None
     output_format: Literal["text", "json"] = "text"
     output_schema: dict[str, Any] | None = None
     disable_search: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "model": self.model,
             "system_prompt": self.system_prompt,
             "max_tokens": self.max_tokens,
@@ -39,6 +47,9 @@ class SessionConfig:
             "output_schema": self.output_schema,
             "disable_search": self.disable_search,
         }
+        if self.system_prompt_file is not None:
+            data["system_prompt_file"] = self.system_prompt_file
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionConfig:
@@ -49,6 +60,7 @@ class SessionConfig:
         return cls(
             model=opt_str(data.get("model")),
             system_prompt=opt_str(data.get("system_prompt")),
+            system_prompt_file=opt_str(data.get("system_prompt_file")),
             max_tokens=opt_int(data.get("max_tokens")),
             output_format=output_format,
             output_schema=dict(schema) if schema is not None else None,
@@ -62,13 +74,17 @@ class ConversationState:
 
     `round` counts the answered rounds of the current (or, in chat mode, the last)
     consultation; `complete` says the last one ended with its final answer. `session` is set
-    for HTTP API sessions only.
+    for HTTP API sessions only. `initial_seq`, when set, is the archive position of the user
+    message that is the consultation's initial request: its text is read from there, and
+    `initial_request` is empty (kept once, in the archive, however many rounds carry the
+    state).
     """
 
     mode: Mode = "chat"
     round: int = 0
     max_rounds: int = 0
     initial_request: str = ""
+    initial_seq: int = 0
     complete: bool = False
     session: SessionConfig | None = None
     # The conversation's language (an ISO 639-1 code), detected once from its first user
@@ -90,6 +106,8 @@ class ConversationState:
             "initial_request": self.initial_request,
             "complete": self.complete,
         }
+        if self.initial_seq:
+            data["initial_seq"] = self.initial_seq
         if self.session is not None:
             data["session"] = self.session.to_dict()
         if self.language is not None:
@@ -111,6 +129,7 @@ class ConversationState:
             round=int(data.get("round", 0)),
             max_rounds=int(data.get("max_rounds", 0)),
             initial_request=str(data.get("initial_request", "")),
+            initial_seq=int(data.get("initial_seq", 0)),
             complete=bool(data.get("complete", False)),
             session=SessionConfig.from_dict(session) if session is not None else None,
             language=opt_str(data.get("language")),

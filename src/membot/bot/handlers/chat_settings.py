@@ -23,10 +23,10 @@ from membot.bot.handlers.chat import chat_state
 from membot.config import LlmSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
+from membot.memory.state import MAX_PERSONA
 from membot.usage import Quota, UsageLedger
 from membot.usage.ledger import Totals, day_key, month_key
 
-MAX_PERSONA = 4000
 ADMINS_TTL = 60.0  # seconds a group's administrators are trusted without asking again
 
 
