@@ -276,3 +276,10 @@ def test_empty_secrets_are_named_as_not_set(
     result = run_membot(tmp_path, env, "check-config")
     assert result.returncode == 2
     assert result.stderr == f"membot: configuration error: {message}\n"
+
+
+def test_check_config_says_who_an_empty_user_list_means(tmp_path: Path) -> None:
+    lines = _check_config_lines(run_membot(tmp_path, BASE_ENV, "check-config"))
+    # docs/operating.md: an empty allowlist lets everyone in; no admins means nobody exempt.
+    assert "ALLOWED_USER_IDS=(everyone)" in lines
+    assert "ADMIN_USER_IDS=(nobody)" in lines

@@ -79,7 +79,7 @@ def masked(settings: Settings) -> dict[str, str]:
         elif name == "api_tokens":
             shown = f"({len(value)} token(s))" if value else "(none)"
         elif isinstance(value, frozenset):
-            shown = ",".join(str(v) for v in sorted(value)) or "(everyone)"
+            shown = ",".join(str(v) for v in sorted(value)) or _EMPTY_USERS[name]
         else:
             shown = str(value)
         out[_env_name(name, info)] = shown
@@ -105,6 +105,10 @@ def setup_logging(level: str) -> None:
 _ROLE_FIELDS = ("telegram_bot_token", "api_port", "api_tokens")
 
 _NOT_SET = " is required but not set"
+
+# Who an empty list of user ids means (docs/operating.md): the allowlist lets everyone in,
+# and no one is an admin.
+_EMPTY_USERS = {"allowed_user_ids": "(everyone)", "admin_user_ids": "(nobody)"}
 
 
 def _env_name(name: str, info: FieldInfo) -> str:
