@@ -29,12 +29,19 @@ import asyncio
 import copy
 import json
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from membot.core.turn import TurnResult
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem, StreamNotes
+from membot.llm.model import (
+    CallOptions,
+    ChatMessage,
+    LLMResponse,
+    ModelRequest,
+    StreamItem,
+    StreamNotes,
+)
 
 MODEL = "scripted/model"
 
@@ -88,13 +95,24 @@ ScriptItem: TypeAlias = (
 
 @dataclass(frozen=True)
 class Request:
-    """One call of `complete`, as the model received it."""
+    """One call of `complete` or `stream`, as the model received it (a copy: what the caller
+    does with its lists afterwards does not change it)."""
 
     messages: list[ChatMessage]
     purpose: str
-    tools: list[dict[str, Any]] | None
+    tools: list[dict[str, Any]]
     tool_choice: str | None
-    options: CallOptions | None
+    options: CallOptions
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> Request:
+        return cls(
+            messages=copy.deepcopy(list(request.messages)),
+            purpose=request.purpose,
+            tools=copy.deepcopy(list(request.tools)),
+            tool_choice=request.tool_choice,
+            options=request.options,
+        )
 
     @property
     def system(self) -> str:
@@ -113,11 +131,11 @@ class Request:
     @property
     def tool_names(self) -> list[str]:
         """The function tools declared in `tools` (native mode), in order."""
-        return [t["function"]["name"] for t in self.tools or () if t.get("type") == "function"]
+        return [t["function"]["name"] for t in self.tools if t.get("type") == "function"]
 
     @property
     def response_format(self) -> dict[str, Any] | None:
-        return self.options.response_format if self.options else None
+        return self.options.response_format
 
 
 class ScriptedModel:
@@ -154,28 +172,17 @@ class ScriptedModel:
             await condition.wait_for(lambda: len(self.requests) >= count)
         return self.requests[:count]
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-    ) -> LLMResponse:
-        return _response(await self._take(messages, purpose, tools, tool_choice, options))
+    @property
+    def model_name(self) -> str:
+        return MODEL
+
+    async def complete(self, request: ModelRequest) -> LLMResponse:
+        return _response(await self._take(request))
 
     async def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-        notes: StreamNotes | None = None,
+        self, request: ModelRequest, notes: StreamNotes | None = None
     ) -> AsyncGenerator[StreamItem, None]:
-        item = await self._take(messages, purpose, tools, tool_choice, options)
+        item = await self._take(request)
         self.streamed += 1
         response = _response(item)
         if notes is not None:  # the model that answers, known from the start as a provider's
@@ -194,22 +201,9 @@ class ScriptedModel:
                 self.closed_early += 1
         yield response
 
-    async def _take(
-        self,
-        messages: Sequence[ChatMessage],
-        purpose: str,
-        tools: Sequence[dict[str, Any]] | None,
-        tool_choice: str | None,
-        options: CallOptions | None,
-    ) -> ScriptItem:
+    async def _take(self, asked: ModelRequest) -> ScriptItem:
         """Record the request; its script item, once its gate (if any) is open."""
-        request = Request(
-            messages=copy.deepcopy(list(messages)),
-            purpose=purpose,
-            tools=copy.deepcopy(list(tools)) if tools is not None else None,
-            tool_choice=tool_choice,
-            options=options,
-        )
+        request = Request.of(asked)
         self.requests.append(request)
         condition = self._condition()
         async with condition:

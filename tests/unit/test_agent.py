@@ -151,7 +151,7 @@ async def test_a_turn_is_stored_before_the_answer_goes_out(
     assert request.system.startswith(SYSTEM)
     assert request.last == {"role": "user", "content": "Ann: Hi there"}  # a group chat
     assert request.tool_names == list(BUILTIN_TOOL_NAMES)
-    assert (request.tool_choice, request.options) == (None, None)
+    assert (request.tool_choice, request.options) == (None, CallOptions())  # a plain call
 
 
 async def test_the_next_turn_sees_the_previous_one(agent: Agent, model: ScriptedModel) -> None:
@@ -386,7 +386,7 @@ async def test_the_model_starts_a_consultation_in_hermes_mode(
     result = await agent.respond(said("help me plan a trip"), sink)
 
     offered, answered = model.requests
-    assert offered.tools is None and answered.tools is None  # tools live in the prompt
+    assert offered.tools == answered.tools == []  # tools live in the prompt
     assert f'"name": "{CONSULTATION_TOOL}"' in offered.system
     assert CONSULTATION_TOOL not in answered.system
     assert '"name": "calculate"' in answered.system
@@ -450,7 +450,7 @@ async def test_a_valid_answer_is_stored_clean(
     assert await stored(repo) == [("user", "6*7?"), ("assistant", '{"answer": "42"}')]
     [request] = model.requests
     assert request.response_format == spec.response_format()
-    assert request.options is not None and request.options.require_parameters
+    assert request.options.require_parameters
 
 
 async def test_an_invalid_answer_gets_one_repair_request(
@@ -462,7 +462,6 @@ async def test_an_invalid_answer_gets_one_repair_request(
     result = await agent.respond(said("6*7?"), RecordingSink(), options)
     first, repair = model.requests
     assert repair.response_format == first.response_format == spec.response_format()
-    assert repair.options is not None
     assert (repair.options.model, repair.options.max_tokens) == ("test/json", 100)
     assert repair.messages[-2] == {"role": "assistant", "content": '{"result": 42}'}
     assert repair.last["role"] == "user"

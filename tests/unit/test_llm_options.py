@@ -15,7 +15,7 @@ from tests.fakes import FakeLLM, Reply
 
 from membot.llm.client import OpenAIChatModel
 from membot.llm.errors import LLMRejected
-from membot.llm.model import CallOptions
+from membot.llm.model import CallOptions, ModelRequest
 from membot.llm.structured import OutputSpec, load_schema
 
 SERVER_TOOL = {"type": "openrouter:web_search"}
@@ -44,7 +44,7 @@ def user(text: str) -> dict[str, Any]:
 
 
 async def test_no_options_send_a_plain_request(llm: FakeLLM, model: OpenAIChatModel) -> None:
-    reply = await model.complete([user("hi")], options=CallOptions())
+    reply = await model.complete(ModelRequest([user("hi")], options=CallOptions()))
     assert reply.content == "ANSWER: hi" and reply.model == "test/model"
     assert set(llm.requests[0]) == {"model", "messages"}
 
@@ -57,7 +57,7 @@ async def test_options_reach_the_wire(llm: FakeLLM, model: OpenAIChatModel) -> N
         response_format=response_format,
         require_parameters=True,
     )
-    reply = await model.complete([user("hi")], options=options)
+    reply = await model.complete(ModelRequest([user("hi")], options=options))
     sent = llm.requests[0]
     assert sent["model"] == "other/model" and reply.model == "other/model"
     assert sent["max_tokens"] == 64
@@ -65,13 +65,15 @@ async def test_options_reach_the_wire(llm: FakeLLM, model: OpenAIChatModel) -> N
     assert sent["provider"] == {"require_parameters": True}
     assert "tools" not in sent and "plugins" not in sent
     # The override is per call: the next plain call uses the client's model again.
-    await model.complete([user("again")])
+    await model.complete(ModelRequest([user("again")]))
     assert llm.requests[1]["model"] == "test/model"
 
 
 async def test_web_search_joins_function_tools(llm: FakeLLM, model: OpenAIChatModel) -> None:
     options = CallOptions(web_search=True)
-    await model.complete([user("x")], tools=[REMEMBER], tool_choice="auto", options=options)
+    await model.complete(
+        ModelRequest([user("x")], tools=[REMEMBER], tool_choice="auto", options=options)
+    )
     sent = llm.requests[0]
     assert sent["tools"] == [REMEMBER, SERVER_TOOL] and sent["tool_choice"] == "auto"
     assert "plugins" not in sent
@@ -79,7 +81,9 @@ async def test_web_search_joins_function_tools(llm: FakeLLM, model: OpenAIChatMo
 
 async def test_web_search_alone_sends_no_tool_choice(llm: FakeLLM, model: OpenAIChatModel) -> None:
     await model.complete(
-        [user("x")], tools=[], tool_choice="auto", options=CallOptions(web_search=True)
+        ModelRequest(
+            [user("x")], tools=[], tool_choice="auto", options=CallOptions(web_search=True)
+        )
     )
     sent = llm.requests[0]
     assert sent["tools"] == [SERVER_TOOL]
@@ -100,7 +104,7 @@ async def test_refused_server_tool_falls_back_to_the_plugin(
     llm.refuse_server_tools = True
     options = CallOptions(web_search=True)
     with caplog.at_level(logging.WARNING, logger="membot.llm.client"):
-        first = await model.complete([user("news?")], options=options)
+        first = await model.complete(ModelRequest([user("news?")], options=options))
     assert first.content == "ANSWER: news?"
     [refused] = llm.rejected_requests
     assert refused["tools"] == [SERVER_TOOL] and "plugins" not in refused
@@ -109,14 +113,18 @@ async def test_refused_server_tool_falls_back_to_the_plugin(
     assert "refused the web search tool (http 400)" in caplog.text
 
     # Remembered for this model: straight to the plugin, no second refusal.
-    await model.complete([user("more")], tools=[REMEMBER], tool_choice="auto", options=options)
+    await model.complete(
+        ModelRequest([user("more")], tools=[REMEMBER], tool_choice="auto", options=options)
+    )
     assert len(llm.rejected_requests) == 1 and len(llm.errors) == 1
     second = llm.requests[1]
     assert second["plugins"] == [{"id": "web"}]
     assert second["tools"] == [REMEMBER] and second["tool_choice"] == "auto"
 
     # Per model: another model still gets the server tool first.
-    await model.complete([user("y")], options=CallOptions(model="b/model", web_search=True))
+    await model.complete(
+        ModelRequest([user("y")], options=CallOptions(model="b/model", web_search=True))
+    )
     assert llm.rejected_requests[-1]["model"] == "b/model" and len(llm.rejected_requests) == 2
 
 
@@ -126,21 +134,21 @@ async def test_failed_retry_is_not_remembered(llm: FakeLLM, model: OpenAIChatMod
         Reply(status=400, error_message="context too long (plugin)"),
     )
     with pytest.raises(LLMRejected) as rejected:
-        await model.complete([user("x")], options=CallOptions(web_search=True))
+        await model.complete(ModelRequest([user("x")], options=CallOptions(web_search=True)))
     assert rejected.value.reason == "context too long (plugin)"
     assert "tools" in llm.requests[0] and "plugins" in llm.requests[1]
     # The refusal was not about the server tool, so the next call tries it again.
-    await model.complete([user("y")], options=CallOptions(web_search=True))
+    await model.complete(ModelRequest([user("y")], options=CallOptions(web_search=True)))
     assert llm.requests[2]["tools"] == [SERVER_TOOL] and "plugins" not in llm.requests[2]
 
 
 async def test_other_refusals_are_not_retried(llm: FakeLLM, model: OpenAIChatModel) -> None:
     llm.script(Reply(status=403, error_message="key limit"))
     with pytest.raises(LLMRejected):
-        await model.complete([user("x")], options=CallOptions(web_search=True))
+        await model.complete(ModelRequest([user("x")], options=CallOptions(web_search=True)))
     llm.script(Reply(status=400, error_message="bad"))
     with pytest.raises(LLMRejected):
-        await model.complete([user("x")])
+        await model.complete(ModelRequest([user("x")]))
     assert len(llm.requests) == 2
 
 
@@ -153,7 +161,7 @@ async def test_reported_model_is_returned_and_logged(
     llm.script(Reply(content="routed", model="vendor/concrete"))
     with caplog.at_level(logging.INFO, logger="membot.llm.client"):
         reply = await model.complete(
-            [user("secret words")], options=CallOptions(model="openrouter/auto")
+            ModelRequest([user("secret words")], options=CallOptions(model="openrouter/auto"))
         )
     assert reply.model == "vendor/concrete"
     [record] = [r for r in caplog.records if r.name == "membot.llm.client"]
@@ -165,7 +173,9 @@ async def test_reported_model_is_returned_and_logged(
 async def test_rejected_carries_the_provider_reason(llm: FakeLLM, model: OpenAIChatModel) -> None:
     llm.script(Reply(status=400, error_message="Invalid value\n\n   for 'max_tokens':  too big"))
     with pytest.raises(LLMRejected) as rejected:
-        await model.complete([user("private text")], options=CallOptions(max_tokens=10**9))
+        await model.complete(
+            ModelRequest([user("private text")], options=CallOptions(max_tokens=10**9))
+        )
     error = rejected.value
     assert error.status == 400
     assert error.reason == "Invalid value for 'max_tokens': too big"
@@ -175,7 +185,7 @@ async def test_rejected_carries_the_provider_reason(llm: FakeLLM, model: OpenAIC
 async def test_rejected_reason_for_an_unknown_model(llm: FakeLLM, model: OpenAIChatModel) -> None:
     llm.script(Reply(status=404, error_message="No endpoints found for nope/model."))
     with pytest.raises(LLMRejected) as rejected:
-        await model.complete([user("x")], options=CallOptions(model="nope/model"))
+        await model.complete(ModelRequest([user("x")], options=CallOptions(model="nope/model")))
     assert rejected.value.status == 404
     assert rejected.value.reason == "No endpoints found for nope/model."
     assert llm.requests[0]["model"] == "nope/model"
@@ -190,10 +200,10 @@ async def test_rejected_reason_is_cut_and_includes_upstream_words(
         Reply(status=400, raw_body={"error": {**upstream, "code": 400}}),
     )
     with pytest.raises(LLMRejected) as long:
-        await model.complete([user("x")])
+        await model.complete(ModelRequest([user("x")]))
     assert len(long.value.reason) == 300 and long.value.reason.endswith("…")
     with pytest.raises(LLMRejected) as wrapped:
-        await model.complete([user("x")])
+        await model.complete(ModelRequest([user("x")]))
     assert wrapped.value.reason == "Provider returned error: upstream says no"
 
 
@@ -308,7 +318,7 @@ async def test_structured_request_round_trip(llm: FakeLLM, model: OpenAIChatMode
         response_format=spec.response_format(), require_parameters=spec.require_parameters
     )
     llm.script('```json\n{"name": 1}\n```', '{"name": "Ann"}')
-    first = await model.complete([user("who?")], options=options)
+    first = await model.complete(ModelRequest([user("who?")], options=options))
     reason = spec.check(first.content)
     assert reason == "1 is not of type 'string' (at $.name)"
     history = [
@@ -316,7 +326,7 @@ async def test_structured_request_round_trip(llm: FakeLLM, model: OpenAIChatMode
         {"role": "assistant", "content": first.content},
         spec.repair_message(reason),
     ]
-    second = await model.complete(history, options=options)
+    second = await model.complete(ModelRequest(history, options=options))
     assert spec.check(second.content) is None
     assert json.loads(spec.clean(second.content)) == {"name": "Ann"}
     assert llm.requests[1]["response_format"]["json_schema"]["schema"] == PERSON

@@ -12,7 +12,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -23,7 +22,7 @@ from tests.unit.test_media_transcribe import llm_settings
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
 from membot.llm.errors import LLMRateLimited, LLMUnavailable
-from membot.llm.model import CallOptions, LLMResponse, StreamItem
+from membot.llm.model import CallOptions, LLMResponse, ModelRequest, StreamItem
 from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
 from membot.usage import charged_to
@@ -57,8 +56,9 @@ async def catalog(llm: FakeLLM) -> AsyncIterator[ModelCatalog]:
     await client.close()
 
 
-def user(text: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": text}]
+def ask(text: str, options: CallOptions | None = None) -> ModelRequest:
+    """A request of one user message."""
+    return ModelRequest([{"role": "user", "content": text}]).with_options(options)
 
 
 async def drain(items: AsyncIterator[StreamItem]) -> tuple[list[str], LLMResponse]:
@@ -78,8 +78,8 @@ async def test_pieces_then_the_same_response_as_a_plain_call(
     llm.cached_tokens = 3
     text = "Привет! A longer answer, written in many pieces."
     llm.script(Reply(content=text), Reply(content=text))
-    plain = await model.complete(user("hi"))
-    pieces, streamed = await drain(model.stream(user("hi")))
+    plain = await model.complete(ask("hi"))
+    pieces, streamed = await drain(model.stream(ask("hi")))
     assert len(pieces) > 3 and "".join(pieces) == text
     assert streamed == plain  # content, model, finish reason, usage (tokens, cached, cost)
     assert streamed.usage.cost is not None and streamed.usage.cached_tokens == 3
@@ -91,8 +91,8 @@ async def test_tool_calls_are_put_together(llm: FakeLLM, model: OpenAIChatModel)
     second = {**CALL, "id": "call_2", "function": {"name": "note", "arguments": '{"t": "ü"}'}}
     reply = Reply(content="Let me check.", tool_calls=[CALL, second])
     llm.script(reply, reply)
-    plain = await model.complete(user("6?"))
-    pieces, streamed = await drain(model.stream(user("6?")))
+    plain = await model.complete(ask("6?"))
+    pieces, streamed = await drain(model.stream(ask("6?")))
     assert "".join(pieces) == "Let me check."
     assert streamed.tool_calls == plain.tool_calls and len(streamed.tool_calls) == 2
     assert streamed.finish_reason == "tool_calls"
@@ -101,14 +101,14 @@ async def test_tool_calls_are_put_together(llm: FakeLLM, model: OpenAIChatModel)
 async def test_an_error_before_the_first_piece(llm: FakeLLM, model: OpenAIChatModel) -> None:
     llm.script(Reply(status=429))
     with pytest.raises(LLMRateLimited):
-        await drain(model.stream(user("hi")))
+        await drain(model.stream(ask("hi")))
 
 
 async def test_an_error_in_the_middle_of_the_stream(llm: FakeLLM, model: OpenAIChatModel) -> None:
     llm.script(Reply(content="x" * 80, pacing=Pacing(fail_after=3)))
     pieces: list[str] = []
     with pytest.raises(LLMUnavailable):
-        async for item in model.stream(user("hi")):
+        async for item in model.stream(ask("hi")):
             assert isinstance(item, str)
             pieces.append(item)
     assert pieces  # some of the answer came before the error
@@ -118,7 +118,7 @@ async def test_closing_the_stream_closes_the_providers_response(
     llm: FakeLLM, model: OpenAIChatModel
 ) -> None:
     llm.script(Reply(content="y" * 400, pacing=Pacing(delay=0.05)))
-    async with aclosing(model.stream(user("hi"))) as items:
+    async with aclosing(model.stream(ask("hi"))) as items:
         first = await anext(items)
         assert first == "yyyyyyyy"
     await llm.wait_until(lambda: llm.streams_gone == 1, what="the client to go away")
@@ -132,7 +132,7 @@ async def test_cancelling_the_consumer_closes_the_stream(
     started = asyncio.Event()
 
     async def consume() -> None:
-        async with aclosing(model.stream(user("hi"))) as items:
+        async with aclosing(model.stream(ask("hi"))) as items:
             async for _ in items:
                 started.set()
 
@@ -152,8 +152,8 @@ async def test_a_streamed_call_is_charged_like_a_plain_one(
     metered = MeteredModel(model, ledger, lambda: datetime(2026, 11, 25, tzinfo=UTC))
     llm.script(Reply(content="answer one"), Reply(content="answer one"))
     with charged_to(7, CHAT):
-        await metered.complete(user("hi"))
-        _, streamed = await drain(metered.stream(user("hi")))
+        await metered.complete(ask("hi"))
+        _, streamed = await drain(metered.stream(ask("hi")))
     totals = await ledger.totals("user", "7", "2026-11")
     assert totals.calls == 2 and totals.cost == 2 * (streamed.usage.cost or Decimal(0))
     assert totals.prompt_tokens == 2 * streamed.usage.prompt_tokens
@@ -166,7 +166,7 @@ async def stop_after_first_piece(
     llm.script(reply or Reply(content="w" * 400, pacing=Pacing(delay=0.05)))
     gone = llm.streams_gone
     with charged_to(7, CHAT):
-        stream = metered.stream(user("x" * 40), options=CallOptions(model=asked))
+        stream = metered.stream(ask("x" * 40, CallOptions(model=asked)))
         async with aclosing(stream) as items:
             assert await anext(items) == "w" * 8
     await llm.wait_until(lambda: llm.streams_gone == gone + 1, what="the client to go away")
@@ -260,7 +260,7 @@ async def test_a_stream_closed_before_its_first_piece_is_charged_its_prompt(
     ledger = FileLedger(tmp_path)
     metered = MeteredModel(model, ledger, today, prices=catalog)
     llm.script(Reply(content="w" * 400, pacing=Pacing(first_delay=30)))
-    await cancel_once_sent(llm, anext(metered.stream(user("x" * 40))))
+    await cancel_once_sent(llm, anext(metered.stream(ask("x" * 40))))
     totals = await ledger.totals("user", "7", "2026-11")
     assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
     assert (totals.prompt_tokens, totals.completion_tokens) == (10, 0)
@@ -276,7 +276,7 @@ async def test_a_plain_call_cancelled_once_sent_is_charged_its_prompt(
     ledger = FileLedger(tmp_path)
     metered = MeteredModel(model, ledger, today, prices=catalog)
     llm.script(Reply(content="never sent", hang=True))
-    await cancel_once_sent(llm, metered.complete(user("x" * 40)))
+    await cancel_once_sent(llm, metered.complete(ask("x" * 40)))
     totals = await ledger.totals("user", "7", "2026-11")
     assert (totals.calls, totals.estimated, totals.unpriced) == (1, 1, 0)
     assert (totals.prompt_tokens, totals.completion_tokens, totals.cost) == (
@@ -297,8 +297,8 @@ async def test_a_call_the_provider_failed_is_charged_nothing(
     llm.script(Reply(status=503), Reply(status=503), broken)
     with charged_to(7, CHAT):
         with pytest.raises(LLMUnavailable):
-            await metered.complete(user("hi"))
+            await metered.complete(ask("hi"))
         for _ in range(2):
             with pytest.raises(LLMUnavailable):
-                await drain(metered.stream(user("hi")))
+                await drain(metered.stream(ask("hi")))
     assert (await ledger.totals("user", "7", "2026-11")).calls == 0

@@ -23,7 +23,7 @@ from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
 from membot.core.turn import StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
-from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse
+from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, ModelRequest
 from membot.llm.tools.visible import VisibleText
 from membot.memory.models import Message
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from membot.ids import ConversationId
     from membot.llm.structured import OutputSpec
     from membot.llm.tools import ToolExecutor, ToolMode, ToolRegistry
-    from membot.llm.tools.modes import Request
 
 log = logging.getLogger(__name__)
 
@@ -91,19 +90,19 @@ class ToolRounds:
             registry = self.registry if plan.offers_consultation else self.registry_no_consult
             output = opts.output if plan.completes else None
             call = _with_output(opts.call, output)
-            request = self.mode.request(messages, registry, final=final)
+            request = self.mode.request(messages, registry, final=final).with_options(call)
             # An answer held to a format is checked (and maybe repaired) before it is shown.
             streamed = sink if isinstance(sink, StreamingSink) and output is None else None
             if stop is not None and stop.is_set():
-                return self._stopped(produced, "", call)
+                return self._stopped(produced, "", request)
             if stop is not None and streamed is not None:
                 shown: list[str] = []
-                answered = await until_stopped(self._call(request, call, streamed, shown), stop)
+                answered = await until_stopped(self._call(request, streamed, shown), stop)
                 if answered is None:
-                    return self._stopped(produced, "".join(shown), call)
+                    return self._stopped(produced, "".join(shown), request)
                 response = answered
             else:
-                response = await self._call(request, call, streamed)
+                response = await self._call(request, streamed)
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
@@ -131,7 +130,7 @@ class ToolRounds:
                     plan.round = before
                     if text:
                         produced.append(Message(role="assistant", content=text))
-                    return self._stopped(produced, "", call)
+                    return self._stopped(produced, "", request)
                 results = ran
             step = [
                 Message(
@@ -154,30 +153,26 @@ class ToolRounds:
         raise AssertionError("unreachable: the final round always returns")
 
     def _stopped(
-        self, produced: list[Message], text: str, call: CallOptions | None
+        self, produced: list[Message], text: str, request: ModelRequest
     ) -> tuple[list[Message], LLMResponse]:
         """The user stopped the answer: what was written of it so far is the answer."""
         text = text.strip()
         produced.append(Message(role="assistant", content=text, stopped=True))
-        model = call.model if call is not None and call.model else getattr(self.model, "model", "")
-        return produced, LLMResponse(content=text, model=str(model), finish_reason="stopped")
+        model = request.model_or(self.model.model_name)
+        return produced, LLMResponse(content=text, model=model, finish_reason="stopped")
 
     async def _call(
         self,
-        request: Request,
-        call: CallOptions | None,
+        request: ModelRequest,
         sink: StreamingSink | None,
         shown: list[str] | None = None,
     ) -> LLMResponse:
         """One model call: whole, or streamed into `sink` (what may be shown of it, also
         kept in `shown`: the answer so far, should the user stop it)."""
-        messages, tools, choice = request.messages, request.tools, request.tool_choice
         if sink is None:
-            return await self.model.complete(
-                messages, tools=tools, tool_choice=choice, options=call
-            )
+            return await self.model.complete(request)
         visible = VisibleText()
-        items = self.model.stream(messages, tools=tools, tool_choice=choice, options=call)
+        items = self.model.stream(request)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.
         async with aclosing(items):
@@ -213,9 +208,7 @@ class ToolRounds:
         # plain text now") would contradict the repair, so it gets the plain request there.
         final = self.mode.name != "hermes"
         request = self.mode.request(repair, self.registry_no_consult, final=final)
-        response = await self.model.complete(
-            request.messages, tools=request.tools, tool_choice=request.tool_choice, options=call
-        )
+        response = await self.model.complete(request.with_options(call))
         text, _ = self.mode.parse(response)
         if output.check(text) is not None:
             raise LLMInvalidOutput("the answer did not match the requested format")

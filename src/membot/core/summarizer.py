@@ -12,7 +12,7 @@ from membot.core.lease import SummaryLease
 from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError
-from membot.llm.model import ChatModel
+from membot.llm.model import ChatModel, ModelRequest
 from membot.memory.base import ChatRepository
 from membot.memory.models import Message
 
@@ -111,12 +111,10 @@ class Summarizer:
             return False
         previous = await self.repository.get_summary(cid)
         try:
-            response = await self.model.complete(
-                # The language stored with the conversation (detected from its first message
-                # or set with /language): meta is written with every turn, so it is current.
-                self.build_messages(previous, block, meta.state.language),
-                purpose="summary",
-            )
+            # The language stored with the conversation (detected from its first message or
+            # set with /language): meta is written with every turn, so it is current.
+            asked = self.build_messages(previous, block, meta.state.language)
+            response = await self.model.complete(ModelRequest(asked, purpose="summary"))
         except LLMError as exc:
             log.error("%s: summary failed (%s); will retry at a later turn", cid, exc)
             return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import openai
@@ -18,12 +18,12 @@ from membot.llm.errors import (
     LLMTimeout,
     LLMUnavailable,
 )
-from membot.llm.model import CallOptions, ChatMessage, LLMResponse, StreamItem, StreamNotes
+from membot.llm.model import LLMResponse, ModelRequest, StreamItem, StreamNotes
 from membot.llm.streaming import Assembler
 from membot.llm.wire import (
     WEB_PLUGIN,
     WEB_SEARCH_TOOL,
-    Request,
+    WireRequest,
     provider_reason,
     refused,
     usage_of,
@@ -33,7 +33,6 @@ __all__ = ["WEB_PLUGIN", "WEB_SEARCH_TOOL", "OpenAIChatModel"]
 
 log = logging.getLogger(__name__)
 
-_NO_OPTIONS = CallOptions()
 _Reply = TypeVar("_Reply")
 # Chunks as plain JSON (llm/streaming.py says why).
 _Chunks = AsyncStream[object]
@@ -62,7 +61,7 @@ class OpenAIChatModel:
         timeout: float,
         retries: int = 0,
     ) -> None:
-        self.model = model
+        self._model = model
         # Models whose provider refused the web search server tool: they get the plugin.
         self._plugin_search_models: set[str] = set()
         self._client = AsyncOpenAI(
@@ -75,21 +74,17 @@ class OpenAIChatModel:
             default_headers={"X-Title": "membot", "HTTP-Referer": "https://github.com/membot"},
         )
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-    ) -> LLMResponse:
-        opts = options or _NO_OPTIONS
-        model = opts.model or self.model
+    @property
+    def model_name(self) -> str:
+        """The model a request that names none goes to (OPENROUTER_MODEL)."""
+        return self._model
+
+    async def complete(self, request: ModelRequest) -> LLMResponse:
+        purpose = request.purpose
+        model = request.model_or(self._model)
         started = time.perf_counter()
-        request = Request(model, list(messages), list(tools or ()), tool_choice, opts)
         try:
-            completion = await self._post_with_fallback(purpose, request, self._post)
+            completion = await self._post_with_fallback(WireRequest(model, request), self._post)
         except openai.OpenAIError as exc:
             raise self._failure(purpose, model, started, exc) from None
         if not completion.choices:
@@ -112,29 +107,21 @@ class OpenAIChatModel:
         return response
 
     async def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-        notes: StreamNotes | None = None,
+        self, request: ModelRequest, notes: StreamNotes | None = None
     ) -> AsyncGenerator[StreamItem, None]:
         """The same call with `stream: true`: the text as it is written, then the whole
         LLMResponse (usage from the last chunk, tool calls put together). Errors are those
         of `complete`, before the first piece or after it. A consumer that stops early
         (closes the generator, or is cancelled) closes the HTTP stream, and the provider
         stops generating; `notes` then names the model the provider said was answering."""
-        opts = options or _NO_OPTIONS
-        model = opts.model or self.model
+        purpose = request.purpose
+        model = request.model_or(self._model)
         started = time.perf_counter()
-        request = Request(model, list(messages), list(tools or ()), tool_choice, opts)
         assembled = Assembler(model)
         first: float | None = None
         finished = False
         try:
-            chunks = await self._post_with_fallback(purpose, request, self._open_stream)
+            chunks = await self._post_with_fallback(WireRequest(model, request), self._open_stream)
             async with chunks:  # closed however the loop ends
                 async for chunk in chunks:
                     piece = assembled.add(chunk)
@@ -179,30 +166,27 @@ class OpenAIChatModel:
         )
 
     async def _post_with_fallback(
-        self,
-        purpose: str,
-        request: Request,
-        send: Callable[[dict[str, Any]], Awaitable[_Reply]],
+        self, wire: WireRequest, send: Callable[[dict[str, Any]], Awaitable[_Reply]]
     ) -> _Reply:
-        """Send ``request``; if its web search server tool is refused, once more with the
+        """Send ``wire``; if its web search server tool is refused, once more with the
         plugin instead, and use the plugin for that model from then on. (A streamed call is
         refused before its first byte, so this holds for both.)"""
-        plugin = request.model in self._plugin_search_models
+        plugin = wire.model in self._plugin_search_models
         try:
-            return await send(request.body(web_plugin=plugin))
+            return await send(wire.body(web_plugin=plugin))
         except openai.APIStatusError as exc:
-            tried_server_tool = request.options.web_search and not plugin
+            tried_server_tool = wire.request.options.web_search and not plugin
             if not tried_server_tool or exc.status_code not in _SERVER_TOOL_REFUSALS:
                 raise
             log.warning(
                 "llm %s: model=%s refused the web search tool (http %d); retrying with the plugin",
-                purpose,
-                request.model,
+                wire.request.purpose,
+                wire.model,
                 exc.status_code,
             )
-        reply = await send(request.body(web_plugin=True))
+        reply = await send(wire.body(web_plugin=True))
         # Remembered only now: had the retry failed too, the refusal was about something else.
-        self._plugin_search_models.add(request.model)
+        self._plugin_search_models.add(wire.model)
         return reply
 
     async def _post(self, body: dict[str, Any]) -> ChatCompletion:

@@ -1,11 +1,11 @@
-"""What a model is to the rest of membot: the messages it reads, one call's options, its
-answer and what the call cost, and the ChatModel protocol. No SDK here: the agent, the
+"""What a model is to the rest of membot: the messages it reads, one request (messages, tools,
+options), its answer and what the call cost, and the ChatModel protocol. No SDK here: the agent, the
 summarizer and the usage ledger need these words, not the openai client (llm/client.py)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -79,31 +79,42 @@ class StreamNotes:
 StreamItem = str | LLMResponse
 
 
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One call to a model: what it reads (`messages`), the function tools it may call and
+    how (`tool_choice`: "none" forbids new calls), the call's options, and its `purpose`
+    (what the call is for: named in the log and in the usage ledger)."""
+
+    messages: Sequence[ChatMessage]
+    tools: Sequence[dict[str, Any]] = ()
+    tool_choice: str | None = None
+    options: CallOptions = field(default_factory=CallOptions)
+    purpose: str = "chat"
+
+    def with_options(self, options: CallOptions | None) -> ModelRequest:
+        """The same request with other options (None: the defaults)."""
+        return replace(self, options=options if options is not None else CallOptions())
+
+    def model_or(self, default: str) -> str:
+        """The model this request asks for: its options' own, else the model's `default`."""
+        return self.options.model or default
+
+
 class ChatModel(Protocol):
     """What the agent and the summarizer need from a model: a completion, whole (`complete`)
     or as it is written (`stream`). A streamed call is charged, retried and refused like a
     plain one; a consumer that closes the iterator early (or is cancelled) ends the call.
-    `notes`, when given, is filled in as the stream goes (the answering model)."""
+    `notes`, when given, is filled in as the stream goes (the answering model): it is what
+    the call reports, not part of what is asked. `model_name` is the model a request that
+    names none is sent to."""
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-    ) -> LLMResponse: ...
+    @property
+    def model_name(self) -> str: ...
+
+    async def complete(self, request: ModelRequest) -> LLMResponse: ...
 
     def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-        notes: StreamNotes | None = None,
+        self, request: ModelRequest, notes: StreamNotes | None = None
     ) -> AsyncGenerator[StreamItem, None]: ...
 
     async def close(self) -> None: ...

@@ -13,7 +13,7 @@ import openai
 from openai.types import CompletionUsage
 
 from membot.llm.cache import for_wire
-from membot.llm.model import CallOptions, ChatMessage, Usage
+from membot.llm.model import ModelRequest, Usage
 
 #: OpenRouter's server-side web search, run by OpenRouter within the one completion.
 WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
@@ -22,26 +22,24 @@ WEB_PLUGIN: dict[str, Any] = {"id": "web"}
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
-    """One call's inputs; ``body`` renders them as OpenRouter's JSON."""
+class WireRequest:
+    """A request on its way to ``model`` (its own, else the client's); ``body`` renders it as
+    OpenRouter's JSON."""
 
     model: str
-    messages: list[ChatMessage]
-    tools: list[dict[str, Any]]
-    tool_choice: str | None
-    options: CallOptions
+    request: ModelRequest
 
     def body(self, *, web_plugin: bool) -> dict[str, Any]:
-        opts = self.options
+        opts = self.request.options
         # Cache breakpoints where the agent marked them, for the models that need them.
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": for_wire(self.model, self.messages),
+            "messages": for_wire(self.model, self.request.messages),
         }
-        tools = list(self.tools)
+        tools = list(self.request.tools)
         # tool_choice steers function calls only; without function tools it means nothing.
-        if tools and self.tool_choice:
-            body["tool_choice"] = self.tool_choice
+        if tools and self.request.tool_choice:
+            body["tool_choice"] = self.request.tool_choice
         if opts.web_search and not web_plugin:
             tools.append(WEB_SEARCH_TOOL)
         if tools:

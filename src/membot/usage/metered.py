@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from membot.clock import Clock
 from membot.llm.model import StreamNotes, Usage
@@ -15,7 +15,7 @@ from membot.usage.estimate import PriceList, estimate
 from membot.usage.ledger import Charge, Payer, UsageLedger, current_payer
 
 if TYPE_CHECKING:
-    from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, StreamItem
+    from membot.llm.model import ChatModel, LLMResponse, ModelRequest, StreamItem
 
 log = logging.getLogger(__name__)
 
@@ -38,38 +38,21 @@ class MeteredModel:
         self._writer = ChargeWriter(ledger, clock, "a call's usage")
 
     @property
-    def model(self) -> str:
-        return str(getattr(self.inner, "model", ""))
+    def model_name(self) -> str:
+        return self.inner.model_name
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-    ) -> LLMResponse:
+    async def complete(self, request: ModelRequest) -> LLMResponse:
         """Charged as the provider reports; cancelled once sent, its prompt, as `stream`."""
         try:
-            response = await self.inner.complete(
-                messages, purpose=purpose, tools=tools, tool_choice=tool_choice, options=options
-            )
+            response = await self.inner.complete(request)
         except asyncio.CancelledError:  # awaited as the task is cancelled: still written
-            await self._record(purpose, self._guess(messages, options, "", 0), estimated=True)
+            await self._record(request.purpose, self._guess(request, "", 0), estimated=True)
             raise
-        await self._record(purpose, response)
+        await self._record(request.purpose, response)
         return response
 
     async def stream(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        purpose: str = "chat",
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_choice: str | None = None,
-        options: CallOptions | None = None,
-        notes: StreamNotes | None = None,
+        self, request: ModelRequest, notes: StreamNotes | None = None
     ) -> AsyncGenerator[StreamItem, None]:
         """The inner model's stream, charged like a plain call when its response arrives.
         The provider reports the usage in its last chunk only, yet bills every request it
@@ -77,14 +60,7 @@ class MeteredModel:
         first piece, is charged an estimate at the model's list price (usage/estimate.py).
         A call that failed (the provider's error, a refused connection) is charged nothing."""
         notes = notes if notes is not None else StreamNotes()
-        items = self.inner.stream(
-            messages,
-            purpose=purpose,
-            tools=tools,
-            tool_choice=tool_choice,
-            options=options,
-            notes=notes,
-        )
+        items = self.inner.stream(request, notes)
         written = 0
         ended = False  # answered (and charged), or failed: no estimate
         try:
@@ -94,21 +70,20 @@ class MeteredModel:
                         written += len(item)
                     else:
                         ended = True
-                        await self._record(purpose, item)
+                        await self._record(request.purpose, item)
                     yield item
         except Exception:
             ended = True
             raise
         finally:
             if not ended:  # sent (this runs once an item was asked for); awaited even as
-                guess = self._guess(messages, options, notes.model, written)  # cancelled
-                await self._record(purpose, guess, estimated=True)
+                guess = self._guess(request, notes.model, written)  # cancelled
+                await self._record(request.purpose, guess, estimated=True)
 
-    def _guess(
-        self, messages: Sequence[ChatMessage], opts: CallOptions | None, by: str, written: int
-    ) -> LLMResponse:  # the usage of a call that ended before the provider reported it
-        asked = opts.model if opts is not None and opts.model else self.model
-        return estimate((by, asked), messages, written, self.prices)
+    def _guess(self, request: ModelRequest, by: str, written: int) -> LLMResponse:
+        """The usage of a call that ended before the provider reported it."""
+        asked = request.model_or(self.model_name)
+        return estimate((by, asked), request.messages, written, self.prices)
 
     async def _record(
         self, purpose: str, response: LLMResponse, *, estimated: bool = False

@@ -7,22 +7,14 @@ translates at the edge: what to add to the system prompt, what to send, how to r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import membot.llm.tools.hermes as hermes
-from membot.llm.model import ChatMessage, LLMResponse
+from membot.llm.model import ChatMessage, LLMResponse, ModelRequest
 from membot.llm.tools.executor import ToolCall
 from membot.llm.tools.registry import ToolRegistry
 
 ToolModeName = Literal["native", "hermes"]
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    messages: list[ChatMessage]
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | None = None
 
 
 class ToolMode(Protocol):
@@ -34,8 +26,9 @@ class ToolMode(Protocol):
 
     def request(
         self, messages: Sequence[ChatMessage], registry: ToolRegistry, *, final: bool
-    ) -> Request:
-        """The request for canonical `messages`; `final` asks for an answer without tools."""
+    ) -> ModelRequest:
+        """The request for canonical `messages` (with the default options: the caller adds
+        its own); `final` asks for an answer without tools."""
         ...
 
     def parse(self, response: LLMResponse) -> tuple[str, list[ToolCall]]:
@@ -51,14 +44,14 @@ class NativeMode:
 
     def request(
         self, messages: Sequence[ChatMessage], registry: ToolRegistry, *, final: bool
-    ) -> Request:
+    ) -> ModelRequest:
         if not registry:
             # Tools are off (TOOLS=) but the history may hold earlier tool use; providers
             # refuse `tool_calls` without declared tools, so that part is shown as text.
-            return Request(hermes.render(messages))
+            return ModelRequest(hermes.render(messages))
         tools = [tool.openai_schema() for tool in registry]
         # The history holds tool calls, so the tools stay declared; "none" forbids new ones.
-        return Request(list(messages), tools=tools, tool_choice="none" if final else None)
+        return ModelRequest(list(messages), tools=tools, tool_choice="none" if final else None)
 
     def parse(self, response: LLMResponse) -> tuple[str, list[ToolCall]]:
         if response.tool_calls:
@@ -76,7 +69,7 @@ class HermesMode:
 
     def request(
         self, messages: Sequence[ChatMessage], registry: ToolRegistry, *, final: bool
-    ) -> Request:
+    ) -> ModelRequest:
         wire = hermes.render(messages)
         if final and registry:
             last = wire[-1]
@@ -87,7 +80,7 @@ class HermesMode:
                 }
             else:
                 wire.append({"role": "user", "content": hermes.FINAL_NOTE})
-        return Request(wire)
+        return ModelRequest(wire)
 
     def parse(self, response: LLMResponse) -> tuple[str, list[ToolCall]]:
         return hermes.parse(response.content)
