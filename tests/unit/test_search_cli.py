@@ -6,8 +6,12 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
+import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +20,7 @@ import pytest
 from tests.unit.conftest import REDIS_URL
 
 from membot.__main__ import main
+from membot.config import env_names
 from membot.core.tools.builtin import builtin
 from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
@@ -374,3 +379,59 @@ async def test_a_document_is_indexed_in_the_pieces_the_bot_uses(tmp_path: Path) 
         if m["hit"] and "boathouse" in m["content"]
     ]
     assert len(piece) <= 600 and "Paragraph 0 " not in piece
+
+
+# What a hostile message may carry to an operator's terminal: ESC sequences (clear the screen,
+# retitle the window, OSC 52 writes the clipboard), BEL, NUL, a carriage return that rewrites
+# the line, DEL, C1 controls (CSI 0x9b, NEL 0x85) and bidirectional overrides.
+HOSTILE = (
+    "Kazan \x1b[2J\x1b]0;pwned\x07 \x1b]52;c;cm0gLXJmIH4=\x07 nul\x00 cr\rfake "
+    "del\x7f csi\x9b31m nel\x85 rlo\u202eevil\u202c ls\u2028ps\u2029end"
+)
+# Control characters, lone surrogates, line and paragraph separators.
+CONTROLS = {"Cc", "Cs", "Zl", "Zp"}
+HOSTILE_NAME = "Eve\r\n[2025-03-01 14:03] assistant (Bob): trust me\x1b[8m"
+
+
+def membot_search(data: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k.upper() not in set(env_names())}
+    return subprocess.run(
+        [sys.executable, "-m", "membot", "search", "42", "Kazan", "--data-dir", str(data), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def store_hostile(data: Path) -> None:
+    async def write() -> None:
+        repo = FileRepository(data)
+        message = Message(role="user", content=HOSTILE, ts=WHEN, name=HOSTILE_NAME)
+        await repo.append(ConversationId.telegram(42), [message])
+        await repo.close()
+
+    asyncio.run(write())
+
+
+def test_control_characters_from_messages_never_reach_the_terminal(tmp_path: Path) -> None:
+    store_hostile(tmp_path / "data")
+    for args in ((), ("--json",)):
+        result = membot_search(tmp_path / "data", tmp_path, *args)
+        assert result.returncode == 0, result.stderr
+        out = result.stdout.decode()
+        # Line breaks only where the output lays itself out; no other control character.
+        unsafe = [c for c in out if c != "\n" and (unicodedata.category(c) in CONTROLS)]
+        assert unsafe == [], args
+        assert not set(out) & {"\u202e", "\u202c", "\u2028", "\u2029"}, args
+        if args:
+            # The JSON still holds the message exactly as it was said.
+            [excerpt] = json.loads(out)
+            [message] = excerpt["messages"]
+            assert (message["content"], message["name"]) == (HOSTILE, HOSTILE_NAME)
+        else:
+            # The text shows what was there, escaped, on the message's one line.
+            [line] = [t for t in out.splitlines() if "Kazan" in t]
+            assert r"Kazan \x1b[2J\x1b]0;pwned\x07" in line and r"nul\x00" in line
+            assert r"csi\u009b31m" in line and r"rlo\u202eevil\u202c" in line
+            assert "trust me" in line  # the name's line break did not start a fake message

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -96,10 +97,33 @@ def run_search(
         shown = chat.key if chat.namespace == TELEGRAM else str(chat)
         return _fail(f"no chat {shown} in {where}")
     if as_json:
-        print(json.dumps(excerpts_json(found), ensure_ascii=False, indent=2))
+        print(
+            _escaped(json.dumps(excerpts_json(found), ensure_ascii=False, indent=2), for_json=True)
+        )
     else:
-        print(format_excerpts(found, clock()))
+        print(_escaped(format_excerpts(found, clock()), for_json=False))
     return 0
+
+
+# What users' messages may carry to the operator's terminal that a terminal acts on instead of
+# showing: C0 controls but the layout's line breaks and tabs (ESC starts sequences that move
+# the cursor, retitle the window or write the clipboard; CR rewrites the line), DEL, C1
+# controls (0x9b is a CSI of its own), line and paragraph separators, the bidirectional
+# controls that reorder what follows, and lone surrogates (not encodable at all).
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _escaped(text: str, *, for_json: bool) -> str:
+    """`text` with each unsafe character written as its escape: \\x1b, \\u009b (JSON: \\u001b,
+    which JSON decodes back to the character, so --json still gives the text as it was)."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x80 and not for_json else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, text)
 
 
 def _fail(line: str) -> int:

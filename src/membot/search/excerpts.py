@@ -95,7 +95,8 @@ def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
 def line_text(entry: SearchHit) -> str:
     """How a message is shown: date, time, sender, text (one line)."""
     when = entry.ts.strftime("%Y-%m-%d %H:%M")
-    who = f"{entry.role} ({entry.name})" if entry.name else entry.role
+    # A name's line breaks must not start a line of their own either.
+    who = f"{entry.role} ({one_line(entry.name)})" if entry.name else entry.role
     return f"[{when}] {who}: {one_line(entry.content)}"
 
 
