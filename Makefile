@@ -12,7 +12,8 @@ install: ## install uv if missing, then the locked dependencies into .venv
 	$(UV) sync --locked
 
 run: install ## start the bot (reads .env)
-	$(UV) run --locked membot run
+	@# exec: Ctrl-C reaches membot once (`uv run` would forward a second SIGINT)
+	exec .venv/bin/membot run
 
 check-config: install ## validate .env and print the settings, secrets masked
 	$(UV) run --locked membot check-config

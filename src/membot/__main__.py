@@ -168,7 +168,8 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
         _freeze_heap()
         await app.run()
 
-    # SIGINT/SIGTERM are a graceful stop; a second Ctrl-C lands here.
+    # SIGINT/SIGTERM are a graceful stop once the process is built (roles/signals.py); a
+    # Ctrl-C before that, while importing and building, ends it here, quietly.
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run())

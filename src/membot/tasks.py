@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Coroutine, Hashable
+from collections.abc import Awaitable, Collection, Coroutine, Hashable
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -53,13 +53,11 @@ class TaskSupervisor:
         while self._tasks:
             await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
 
-    async def close(self, timeout: float = 30.0) -> None:
-        """Refuse new tasks, let running ones finish for up to `timeout`, cancel the rest."""
+    async def close(self, timeout: float = 30.0, hurry: asyncio.Event | None = None) -> None:
+        """Refuse new tasks, let running ones finish for up to `timeout` (or until `hurry` is
+        set), cancel the rest."""
         self._closing = True
-        pending = list(self._tasks.values())
-        if not pending:
-            return
-        _, still = await asyncio.wait(pending, timeout=timeout)
+        still = await hurried_wait(list(self._tasks.values()), timeout, hurry)
         for task in still:
             task.cancel()
         if still:
@@ -86,3 +84,22 @@ async def to_the_end(work: Awaitable[_T]) -> _T:
             task.exception()  # retrieved: no "never retrieved" warning
         raise cancelled
     return task.result()
+
+
+async def hurried_wait(
+    tasks: Collection[asyncio.Task[Any]], timeout: float, hurry: asyncio.Event | None = None
+) -> set[asyncio.Task[Any]]:
+    """Wait until `tasks` have ended, `timeout` has passed or `hurry` is set (a second
+    signal at shutdown); the tasks still running, left to the caller."""
+    if not tasks:
+        return set()
+    waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(asyncio.wait(tasks))}
+    if hurry is not None:
+        waiters.add(asyncio.ensure_future(hurry.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:  # only the waits end: the tasks themselves go on
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+    return {task for task in tasks if not task.done()}

@@ -196,10 +196,11 @@ class Core:
         if self.media is not None:
             await self.media.start()
 
-    async def aclose(self) -> None:
-        """Let turns in flight finish, then stop background work and release clients."""
-        await self.service.wait_idle(shutdown_grace(self.settings))
-        await self.tasks.close()
+    async def aclose(self, hurry: asyncio.Event | None = None) -> None:
+        """Let turns in flight finish, then stop background work and release clients; once
+        `hurry` is set (a second signal), nothing more is waited for."""
+        await self.service.wait_idle(shutdown_grace(self.settings), hurry)
+        await self.tasks.close(hurry=hurry)
         if self.media is not None:
             await self.media.aclose()
         await self.model.close()

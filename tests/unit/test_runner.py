@@ -197,3 +197,28 @@ async def test_a_stop_reaches_the_answer_while_its_turn_holds_the_chat(
     finally:
         await runner.stop(grace=5)
         await journal.close()
+
+
+@pytest.mark.parametrize("hurried", [False, True], ids=["grace-over", "second-signal"])
+async def test_a_turn_cut_short_by_shutdown_is_replayed_at_the_next_start(
+    journal: Journal, handler: Handler, runner: Runner, tmp_path: Path, caplog: Any, hurried: bool
+) -> None:
+    """What the shutdown cuts short (its grace over, or a second signal at once) is never
+    marked done: the next run answers it, as `kill -9` would have left it. The chat's update
+    not started yet is kept too."""
+    handler.held["1"] = asyncio.Event()  # an answer that takes longer than anyone waits
+    await journal.put([text(1, 1, "plan my week"), text(2, 1, "and then?")])
+    await handler.wait_for(1)
+    hurry = asyncio.Event()
+    if hurried:
+        hurry.set()
+    with caplog.at_level(logging.WARNING, logger="membot.intake.runner"):
+        async with asyncio.timeout(5):  # hurried: at once, whatever the grace
+            await runner.stop(grace=60 if hurried else 0.1, hurry=hurry)
+    await journal.close()
+    why = "the second signal" if hurried else "shutdown"
+    assert f"2 update(s) cut short by {why}, left pending" in caplog.text
+
+    after = Journal(tmp_path, commands=COMMANDS)
+    replayed = await after.unanswered(MemoryRepository())
+    assert [r["message"]["text"] for r in replayed] == ["plan my week", "and then?"]

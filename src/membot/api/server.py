@@ -111,10 +111,14 @@ class ApiServer:
         if runner.server is not None:
             runner.server.pre_shutdown()
 
-    async def close(self) -> None:
+    async def close(self, *, hurry: bool = False) -> None:
+        """Release the port; requests still in progress get up to the shutdown's grace, or,
+        in a `hurry`, are cancelled at once."""
         await self.sweeper.aclose()
         runner, self._runner = self._runner, None
         if runner is not None:
+            if hurry and runner.server is not None:
+                await runner.server.shutdown(0.01)  # aiohttp reads 0 as "no limit"
             await runner.cleanup()
 
     # -- handlers ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.state import ConversationState
+from membot.tasks import hurried_wait
 from membot.usage import OverLimit, Quota, charged_to
 
 log = logging.getLogger(__name__)
@@ -106,11 +107,12 @@ class ConversationService:
     def in_flight(self) -> int:
         return self._in_flight
 
-    async def wait_idle(self, timeout: float) -> bool:
-        """Wait until nothing is in flight; False if `timeout` passed first."""
-        try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        except TimeoutError:
+    async def wait_idle(self, timeout: float, hurry: asyncio.Event | None = None) -> bool:
+        """Wait until nothing is in flight; False if `timeout` passed, or `hurry` was set,
+        first."""
+        idle = asyncio.ensure_future(self._idle.wait())
+        if await hurried_wait({idle}, timeout, hurry):
+            idle.cancel()
             log.warning("shutdown: %d conversation turn(s) still in flight", self._in_flight)
             return False
         return True

@@ -10,6 +10,8 @@ skips a possible repeat whose question is in the chat's archive already, feeds t
 A failure that passes (Redis or the storage unreachable) leaves the update to be tried again,
 as a possible repeat, with backoff, the chat's later updates waiting behind it, when the
 intake retries (the stream); otherwise the update is done (the handler apologised already).
+A turn cancelled (the shutdown's grace over, or a second signal) is never done: the journal
+replays it at the next start, the stream gives it to the shard's next holder.
 
 An album (photos or documents sharing a media_group_id, one update each) is one turn: its
 first part waits in its lane until no other part has come for ALBUM_QUIET, then the parts
@@ -38,6 +40,7 @@ from membot.intake.contract import Entry, Intake, NotHolder, transient
 from membot.intake.lanes import Lanes, report
 from membot.intake.repeats import answered, question_of
 from membot.memory.base import ChatRepository
+from membot.tasks import hurried_wait
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +108,11 @@ class Runner:
         self._controlling = asyncio.create_task(self._control_loop(), name="intake-control")
         self._controlling.add_done_callback(report)
 
-    async def stop(self, grace: float) -> None:
-        """Take nothing more; finish what is in hand within `grace` seconds. With the stream,
-        what has not started is left pending; with the journal, everything put is answered."""
+    async def stop(self, grace: float, hurry: asyncio.Event | None = None) -> None:
+        """Take nothing more; finish what is in hand within `grace` seconds, or until `hurry`
+        is set. With the stream, what has not started is left pending; with the journal,
+        everything put is answered. What is cut short is left pending in either: the journal
+        replays it at the next start, the stream gives it to the next holder of its shard."""
         self._stop.set()
         if self.intake.leaves_pending:
             self._lanes_stop.set()
@@ -118,14 +123,17 @@ class Runner:
         if not self.intake.leaves_pending:
             for entry in self.intake.rest():
                 self.lanes.add(entry)
-        lanes = list(self.lanes.tasks.values())
-        if lanes:
-            _, late = await asyncio.wait(lanes, timeout=grace)
-            if late:
-                log.warning("intake: %d update(s) cut short by shutdown, left pending", len(late))
-                for task in late:
-                    task.cancel()
-                await asyncio.gather(*late, return_exceptions=True)
+        late = await hurried_wait(set(self.lanes.tasks.values()), grace, hurry)
+        if late:
+            log.warning(
+                "intake: %d update(s) cut short by %s, left pending to be answered after the "
+                "restart",
+                len(self.lanes),
+                "the second signal" if hurry is not None and hurry.is_set() else "shutdown",
+            )
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
         if self._controlling is not None:  # a turn finishing in the grace can be stopped
             self._controlling.cancel()
             await asyncio.gather(self._controlling, return_exceptions=True)
@@ -234,7 +242,10 @@ class Runner:
                     await self.handler(*fresh)
             except NotHolder:
                 raise
-            except BaseException:
+            except Exception:
+                # The handler's own failure: it apologised, the journal forgets the update.
+                # A cancellation (a hurried shutdown) is not done: it is answered after the
+                # restart, the journal replaying it or the stream keeping it.
                 if not self.intake.retries:
                     await self._done(group)
                 raise

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 
 from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.roles.factory import Parts, build_parts
-from membot.roles.signals import on_signals
+from membot.roles.signals import Stopping, on_signals
 from membot.wiring import Core, shutdown_grace
 
 log = logging.getLogger(__name__)
@@ -28,19 +27,21 @@ class Process:
         self.app = self.parts.app
         self.source = self.parts.source
         self.runner = self.parts.runner
-        self._stopped = asyncio.Event()
+        self.stopping = Stopping()
         self._intake_open = True
 
     async def run(self, *, handle_signals: bool = True) -> None:
-        await self.start()
-        try:
-            with on_signals(self._stopped.set) if handle_signals else contextlib.nullcontext():
-                await self._stopped.wait()
-        finally:
-            await self.shutdown()
+        """Start, serve until told to stop, shut down. The signals are heard from the start
+        to the end of the shutdown: a second one hurries the shutdown, never interrupts it."""
+        with on_signals(self.stopping) if handle_signals else contextlib.nullcontext():
+            await self.start()
+            try:
+                await self.stopping.requested.wait()
+            finally:
+                await self.shutdown()
 
     async def stop(self) -> None:
-        self._stopped.set()
+        self.stopping.stop()
 
     async def start(self) -> None:
         p = self.parts
@@ -80,17 +81,18 @@ class Process:
         already being answered finish, then the summaries; everything is released."""
         p = self.parts
         grace = shutdown_grace(self.settings)
+        hurry = self.stopping.hurried
         try:
             if p.source is not None:
                 await p.source.stop()
             if p.api is not None:
                 await p.api.stop_accepting()
             if p.runner is not None:
-                await p.runner.stop(grace)
+                await p.runner.stop(grace, hurry)
             # The stream's shards go to the other workers at once, the journal's done marks
             # to the disk; then the API's requests and the summaries finish.
             await self._close_intake()
-            await p.core.service.wait_idle(grace)
+            await p.core.service.wait_idle(grace, hurry)
         finally:
             await self._release()
         log.info("membot stopped")
@@ -102,8 +104,8 @@ class Process:
                 await p.source.stop()
             await self._close_intake()  # the stream's client is the core's, closed with it
             if p.api is not None:
-                await p.api.close()
-            await p.core.aclose()
+                await p.api.close(hurry=self.stopping.hurried.is_set())
+            await p.core.aclose(self.stopping.hurried)
         finally:
             await p.app.close()
 
