@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from membot.bot.middlewares import NOT_ALLOWED
+from membot.bot import texts
 from membot.bot.render import render
 from tests.conftest import StartBot
 from tests.e2e.helpers import HELP_TEXT, NO_SUMMARY_YET, prompt_texts, roles_and_texts, stored
 from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
 
+NOT_ALLOWED = texts.EN.NOT_ALLOWED
 GROUP = -200
 OTHER_GROUP = -300
 BOB = {"user_id": 501, "first_name": "Bob", "last_name": "Stone"}
@@ -137,6 +138,11 @@ async def test_outsider_is_refused_in_one_line_and_leaves_no_trace(
     sent = await tg.wait_for_messages(outsider, 6)
     assert [m.text for m in sent] == [NOT_ALLOWED] * 6
     assert "\n" not in NOT_ALLOWED
+    # In the language of the outsider's Telegram app, when the bot speaks it.
+    tg.push_text(outsider, "привет", language_code="ru")
+    tg.push_text(outsider, "hallo", language_code="de-AT")
+    sent = await tg.wait_for_messages(outsider, 8)
+    assert [m.text for m in sent[6:]] == [texts.RU.NOT_ALLOWED, NOT_ALLOWED]
     assert llm.requests == []
     assert files_under(data_dir) == []
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from membot.bot import texts
-from membot.bot.middlewares import NOT_ALLOWED
 from tests import media_files
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
@@ -17,6 +16,7 @@ from tests.e2e.test_conversation import say
 from tests.e2e.test_media_telegram import CHAT, TEXT_ONLY, VISION, images_sent, last_user_text
 from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
 
+NOT_ALLOWED = texts.EN.NOT_ALLOWED
 GROUP = -500
 BOB = {"user_id": 501, "first_name": "Bob"}
 MENTION = [{"type": "mention", "offset": 0, "length": utf16_len(f"@{BOT_USERNAME}")}]

@@ -8,13 +8,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiogram import BaseMiddleware
-from aiogram.types import CallbackQuery, Message, TelegramObject
+from aiogram.types import CallbackQuery, Message, TelegramObject, User
+
+from membot.bot import texts
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[TelegramObject, dict[str, Any]], Awaitable[Any]]
 
-NOT_ALLOWED = "Sorry, this bot is private."
+
+def refusal(user: User | None) -> str:
+    """The refusal in the user's Telegram app's language (an "en-US" is "en"): the bot knows
+    no chat of theirs to take one from."""
+    code = user.language_code if user is not None else None
+    return texts.get((code or "").split("-")[0].lower()).NOT_ALLOWED
 
 
 class AccessMiddleware(BaseMiddleware):
@@ -32,7 +39,7 @@ class AccessMiddleware(BaseMiddleware):
         if isinstance(event, CallbackQuery):  # a button of the bot's (/model's) pressed
             if event.from_user.id not in self.allowed:
                 log.info("refused user %s pressing a button", event.from_user.id)
-                await event.answer(NOT_ALLOWED, show_alert=True)
+                await event.answer(refusal(event.from_user), show_alert=True)
                 return None
             return await handler(event, data)
         if not isinstance(event, Message):
@@ -40,6 +47,6 @@ class AccessMiddleware(BaseMiddleware):
         user = event.from_user
         if user is None or user.id not in self.allowed:
             log.info("refused user %s in chat %s", user.id if user else None, event.chat.id)
-            await event.answer(NOT_ALLOWED)
+            await event.answer(refusal(user))
             return None
         return await handler(event, data)

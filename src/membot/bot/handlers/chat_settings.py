@@ -78,12 +78,21 @@ def cost_text(value: Decimal) -> str:
 def usage_line(words: texts.Texts, totals: Totals) -> str:
     if not totals.calls:
         return words.USAGE_NONE
+    # A call the provider gave no price for is not a call that cost nothing.
+    if totals.unpriced >= totals.calls:
+        cost = words.USAGE_COST_UNKNOWN
+    elif totals.unpriced:
+        cost = words.USAGE_COST_PARTIAL.format(
+            cost=cost_text(totals.cost), unpriced=totals.unpriced
+        )
+    else:
+        cost = cost_text(totals.cost)
     return words.USAGE_LINE.format(
         tokens=totals.tokens,
         prompt=totals.prompt_tokens,
         completion=totals.completion_tokens,
         cached=totals.cached_percent,
-        cost=cost_text(totals.cost),
+        cost=cost,
     )
 
 
@@ -103,6 +112,9 @@ def build_router() -> Router:
         words = texts.get(state.language)
         current = own_model(state.model, llm)
         asked = (command.args or "").strip()
+        if not asked and len(llm.model_choices) < 2:  # nothing to choose from: no button
+            await message.answer(words.MODEL_ONLY.format(model=current))
+            return
         if not asked:
             keyboard = model_keyboard(llm.model_choices, current)
             await message.answer(

@@ -56,6 +56,7 @@ class Texts:
 
     # /model and /persona.
     MODEL_IS: str  # {model}
+    MODEL_ONLY: str  # {model}: no other model is offered (MODELS is empty)
     MODEL_SET: str  # {model}
     MODEL_UNKNOWN: str  # {model}, {choices}
     ADMINS_ONLY: str
@@ -71,6 +72,9 @@ class Texts:
     USAGE_CHAT: str  # {day}, {month}
     USAGE_LINE: str
     USAGE_NONE: str
+    # {cost} in USAGE_LINE when the provider priced none of the calls, or only some.
+    USAGE_COST_UNKNOWN: str
+    USAGE_COST_PARTIAL: str  # {cost}, {unpriced}
 
     # Files users send (voice, photos, documents): what went wrong, one line each.
     FILE_TOO_BIG: str  # {limit_mb}
@@ -81,6 +85,9 @@ class Texts:
     AUDIO_TOO_LONG: str  # {minutes}
     NO_IMAGES: str  # {model}, {models}
     NO_IMAGES_AT_ALL: str  # {model}
+
+    # A user outside ALLOWED_USER_IDS (in their Telegram app's language).
+    NOT_ALLOWED: str
 
     # The command menu: (command, description).
     COMMANDS: tuple[tuple[str, str], ...]

@@ -18,6 +18,9 @@ EN = Texts(
         "/summary - what I remember of our earlier conversation\n"
         "/memory - the facts you asked me to keep\n"
         "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
+        "/model [id] - this chat's model: see it, or choose another\n"
+        "/persona [text | reset] - this chat's own instructions for me\n"
+        "/usage - what you (and this chat) have used today and this month\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
         "Voice messages, photos and documents (PDF, text, code) work too.\n"
@@ -78,6 +81,10 @@ EN = Texts(
     IN_MINUTES="in {minutes} min",
     IN_SECONDS="in {seconds} s",
     MODEL_IS="This chat's model: {model}. Choose another:",
+    MODEL_ONLY=(
+        "This chat's model: {model}. It is the only one offered here: the bot's operator "
+        "can offer more in the MODELS setting."
+    ),
     MODEL_SET="Done: this chat now uses {model}.",
     MODEL_UNKNOWN='I can\'t use "{model}" here. Choose one of: {choices}.',
     ADMINS_ONLY="Only the group's administrators can change this.",
@@ -95,6 +102,10 @@ EN = Texts(
         "{tokens} tokens ({prompt} in, {cached}% of them cached; {completion} out), cost {cost}"
     ),
     USAGE_NONE="nothing yet",
+    USAGE_COST_UNKNOWN="unknown (the provider reported no price for these calls)",
+    USAGE_COST_PARTIAL=(
+        "{cost}, plus {unpriced} call(s) of unknown cost (the provider reported no price)"
+    ),
     FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
     FILE_UNSUPPORTED=(
         "I can't read this kind of file. I read PDFs with text, text files (plain text, "
@@ -110,7 +121,12 @@ EN = Texts(
     NO_IMAGES=(
         "This chat's model ({model}) can't see images. These can: {models}. Choose one with /model."
     ),
-    NO_IMAGES_AT_ALL="This chat's model ({model}) can't see images, nor can the others here.",
+    NO_IMAGES_AT_ALL=(
+        "This chat's model ({model}) can't see images, and no model offered here can. "
+        "Describe the picture in words, or ask the bot's operator to add a model that sees "
+        "images to MODELS."
+    ),
+    NOT_ALLOWED="Sorry, this bot is private.",
     COMMANDS=(
         ("start", "Say hello"),
         ("help", "What I can do"),
