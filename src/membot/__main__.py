@@ -1,11 +1,12 @@
 """`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `migrate` /
-`usage` (also `python -m membot`)."""
+`usage` / `--version` (also `python -m membot`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import gc
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -19,8 +20,35 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line. Output piped into a reader that stops early (`membot usage | head`)
+    ends quietly with status 1, as Python's docs advise for SIGPIPE: the rest is not written,
+    and stdout points at /dev/null so the interpreter's last flush cannot fail again."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()  # what is still buffered fails here, not at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+class _Version(argparse.Action):
+    """`membot --version`: the installed package's version, looked up only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import version
+
+        print(f"membot {version('membot')}")
+        parser.exit()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="membot", description="An LLM assistant that remembers: Telegram and HTTP."
+    )
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print the installed version and exit"
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("run", help="start the bot (long polling), and the HTTP API if API_PORT is set")
