@@ -256,8 +256,8 @@ class Journal:
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
         if replay or skipped:
             log.warning(
-                "inbox: %d message(s) received before a crash and never answered are answered "
-                "now; %d other update(s) from then are not replayed",
+                "inbox: %d message(s) received before a crash or a hurried stop and never "
+                "answered are answered now; %d other update(s) from then are not replayed",
                 len(replay),
                 skipped,
             )
