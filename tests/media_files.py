@@ -227,3 +227,49 @@ def pdf_scanned(pages: int = 1) -> bytes:
 def pdf_broken() -> bytes:
     """The first bytes of a PDF and then garbage: what a cut-off download looks like."""
     return pdf_with_text("never read")[:60] + b"\x00\xff garbage \x13" * 20
+
+
+@cache
+def png_uniform(side: int) -> bytes:
+    """A ``side`` x ``side`` PNG of one colour but a dot: a few hundred KB at most however
+    many pixels (7,900 x 7,900: about 200 KB for 62 megapixels)."""
+    image = Image.new("RGB", (side, side), (200, 200, 200))
+    image.putpixel((1, 1), (0, 0, 0))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def pdf_nested(depth: int = 5000) -> bytes:
+    """A 45 KB PDF of one page with text whose resources hold a dictionary nested ``depth``
+    deep: pypdf cannot parse the page's objects, logs it and gives no text (a file it
+    cannot read, not a scan without a text layer)."""
+    nested = b"<< /A " * depth + b"1" + b" >>" * depth
+    return _pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << "
+            + _HELVETICA
+            + b" /X "
+            + nested
+            + b" >> /Contents 4 0 R >>",
+            _flate(b"BT /F1 12 Tf 72 720 Td (Hidden) Tj ET"),
+        ]
+    )
+
+
+def pdf_deep_arrays(depth: int = 5000) -> bytes:
+    """A 600-byte PDF whose page's content holds arrays nested ``depth`` deep: pypdf
+    recurses into them past Python's recursion limit."""
+    content = b"BT /F1 12 Tf 72 720 Td (Deep) Tj ET " + b"[" * depth + b"]" * depth
+    return _pdf_of(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << "
+            + _HELVETICA
+            + b" >> /Contents 4 0 R >>",
+            _flate(content),
+        ]
+    )

@@ -3,7 +3,9 @@ and closed with the core (membot.wiring's `Core` holds one `MediaParts`).
 
 One client of the provider's endpoints beside chat serves the transcriber and the model
 catalog; PDFs are read in child processes bounded in time and memory (media/pdf.py), which
-shutdown kills if any is still reading. Building connects nowhere and starts nothing."""
+shutdown kills if any is still reading; images are decoded a few at a time, each bounded in
+pixels (media/images.py), with glibc told to hand their memory back when freed
+(media/memory.py). Building connects nowhere and starts nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from typing import TYPE_CHECKING
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.media import MediaReader
+from membot.media.images import ImageDecoder
+from membot.media.memory import map_large_blocks
 from membot.media.pdf import PdfProcesses
 from membot.usage import UsageLedger
 
@@ -59,6 +63,8 @@ def build_media(
     pdf = PdfProcesses(
         seconds=media.pdf_timeout, memory_mb=media.pdf_memory_mb, processes=media.pdf_processes
     )
+    map_large_blocks()
+    images = ImageDecoder(max_pixels=media.max_pixels, decodes=media.image_decodes)
     reader = MediaReader(
         transcriber=Transcriber(client, media.transcription_model),
         catalog=catalog,
@@ -70,5 +76,6 @@ def build_media(
         document_prompt_chars=media.document_prompt_chars,
         clock=clock,
         pdf=pdf,
+        images=images,
     )
     return MediaParts(reader, catalog, client, pdf)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,7 @@ async def test_a_pdf_with_text_is_read_for_the_turn(api: RunningApi, llm: FakeLL
     answer = await api.client.chat(body)
     assert answer.status == 200
     text = last_user_text(llm.chat_requests[-1])
-    assert text.startswith("[document lease.pdf (1 pages")
+    assert text.startswith("[document lease.pdf (1 page, ")
     assert "The deposit is 500 euros." in text
 
 
@@ -141,6 +142,57 @@ async def test_an_attachment_that_cannot_be_used_is_400_and_stores_nothing(
     assert (answer.status, answer.code) == (400, code)
     assert llm.chat_requests == [] and llm.transcription_requests == []
     assert api.sessions_on_disk() == []
+
+
+ONE_PAGE = media_files.pdf_with_text("One page.")
+
+
+@pytest.mark.parametrize(
+    ("items", "code", "sentence"),
+    [
+        (
+            [attachment("image", ONE_PAGE, "image/png", "a.png")],
+            "BROKEN_ATTACHMENT",
+            'An attachment is not an image, though its type says so (attachments[0], "a.png").',
+        ),
+        (
+            [attachment("audio", media_files.jpeg(64, 48), "audio/mpeg", "cover.mp3")],
+            "BROKEN_ATTACHMENT",
+            'An attachment is not audio, though its type says so (attachments[0], "cover.mp3").',
+        ),
+        (
+            [attachment("document", random.Random(3).randbytes(3000), "text/plain", "n.txt")],
+            "BROKEN_ATTACHMENT",
+            'An attachment is not a text file, though its type says so (attachments[0], "n.txt").',
+        ),
+        (
+            [attachment("document", media_files.pdf_nested(), "application/pdf", "deep.pdf")],
+            "BROKEN_ATTACHMENT",
+            "A PDF attachment is too complex to read (nested too deeply, or too heavy) "
+            '(attachments[0], "deep.pdf").',
+        ),
+        (
+            [
+                attachment("document", ONE_PAGE, "application/pdf", "fine.pdf"),
+                attachment("document", media_files.pdf_scanned(), "application/pdf", "scan.pdf"),
+            ],
+            "NO_TEXT_LAYER",
+            'A PDF attachment has no text layer (scanned pages) (attachments[1], "scan.pdf").',
+        ),
+        (
+            [attachment("image", media_files.jpeg()), {"type": "image", "data": "not base64"}],
+            "INVALID_ATTACHMENT",
+            "An attachment's data is not valid base64, or is empty (attachments[1]).",
+        ),
+    ],
+    ids=["pdf-as-image", "jpeg-as-audio", "random-txt", "nested-pdf", "second-of-two", "base64"],
+)
+async def test_an_attachment_error_says_what_is_wrong_and_which_attachment(
+    api: RunningApi, llm: FakeLLM, items: list[Any], code: str, sentence: str
+) -> None:
+    answer = await api.client.chat({"message": "read these", "attachments": items})
+    assert (answer.status, answer.code, answer.body["error"]) == (400, code, sentence)
+    assert llm.chat_requests == [] and api.sessions_on_disk() == []
 
 
 async def test_a_malformed_attachment_is_invalid_request(api: RunningApi, llm: FakeLLM) -> None:

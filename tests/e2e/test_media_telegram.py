@@ -6,6 +6,7 @@ one line with nothing stored, and the next message answered as usual."""
 from __future__ import annotations
 
 import base64
+import random
 from pathlib import Path
 from typing import Any
 
@@ -138,12 +139,17 @@ async def test_documents_are_read_and_remembered(
     assert images_sent(llm.chat_requests[-1])[-1] == png
 
 
+def named(name: str, reply: str, words: texts.Texts = texts.EN) -> str:
+    """A reply about a file that has a name, naming it."""
+    return words.FILE_NAMED.format(name=name, reply=reply)
+
+
 BAD_INPUTS = {
     "too big": (
         lambda tg: tg.push_document(
             CHAT, b"\0" * (20 * 1024 * 1024 + 1), file_name="big.txt", mime_type="text/plain"
         ),
-        texts.EN.FILE_TOO_BIG.format(limit_mb=20),
+        named("big.txt", texts.EN.FILE_TOO_BIG.format(limit_mb=20)),
         0,
     ),
     "too big, said only by getFile": (
@@ -154,21 +160,63 @@ BAD_INPUTS = {
             mime_type="text/plain",
             declare_size=False,
         ),
-        texts.EN.FILE_TOO_BIG.format(limit_mb=20),
+        named("big.txt", texts.EN.FILE_TOO_BIG.format(limit_mb=20)),
         1,
     ),
     "pdf without text": (
         lambda tg: tg.push_document(
             CHAT, media_files.pdf_scanned(), file_name="scan.pdf", mime_type="application/pdf"
         ),
-        texts.EN.PDF_NO_TEXT,
+        named("scan.pdf", texts.EN.PDF_NO_TEXT),
         1,
     ),
     "broken pdf": (
         lambda tg: tg.push_document(
             CHAT, media_files.pdf_broken(), file_name="cut.pdf", mime_type="application/pdf"
         ),
-        texts.EN.FILE_BROKEN,
+        named("cut.pdf", texts.EN.FILE_BROKEN),
+        1,
+    ),
+    "deeply nested pdf": (
+        lambda tg: tg.push_document(
+            CHAT, media_files.pdf_nested(), file_name="deep.pdf", mime_type="application/pdf"
+        ),
+        named("deep.pdf", texts.EN.PDF_TOO_COMPLEX),
+        1,
+    ),
+    "png of 62 megapixels": (
+        lambda tg: tg.push_document(
+            CHAT, media_files.png_uniform(7900), file_name="huge.png", mime_type="image/png"
+        ),
+        named("huge.png", texts.EN.IMAGE_TOO_LARGE.format(limit_mp="25")),
+        1,
+    ),
+    "pdf named as an image": (
+        lambda tg: tg.push_document(
+            CHAT, media_files.pdf_with_text("x"), file_name="a.png", mime_type="image/png"
+        ),
+        named("a.png", texts.EN.NOT_IMAGE),
+        1,
+    ),
+    "random bytes named .txt": (
+        lambda tg: tg.push_document(
+            CHAT, random.Random(3).randbytes(3000), file_name="notes.txt", mime_type="text/plain"
+        ),
+        named("notes.txt", texts.EN.NOT_TEXT),
+        1,
+    ),
+    "a .txt with one NUL": (
+        lambda tg: tg.push_document(
+            CHAT, b"an ordinary line\0 of text", file_name="nul.txt", mime_type="text/plain"
+        ),
+        named("nul.txt", texts.EN.NOT_TEXT),
+        1,
+    ),
+    "a jpeg sent as audio": (
+        lambda tg: tg.push_audio(
+            CHAT, media_files.jpeg(64, 48), file_name="cover.mp3", mime_type="audio/mpeg"
+        ),
+        named("cover.mp3", texts.EN.NOT_AUDIO),
         1,
     ),
     "broken photo": (
@@ -185,7 +233,7 @@ BAD_INPUTS = {
         lambda tg: tg.push_document(
             CHAT, b"PK\x03\x04 zip", file_name="a.zip", mime_type="application/zip"
         ),
-        texts.EN.FILE_UNSUPPORTED,
+        named("a.zip", texts.EN.FILE_UNSUPPORTED),
         0,
     ),
     "audio too long": (
@@ -237,4 +285,4 @@ async def test_a_russian_chat_is_told_in_russian(tg: FakeTelegram, llm: FakeLLM)
         name="русский", code="ru"
     )
     answer = await answer_to(tg, tg.push_document, media_files.pdf_scanned(), file_name="s.pdf")
-    assert answer.text == texts.RU.PDF_NO_TEXT
+    assert answer.text == named("s.pdf", texts.RU.PDF_NO_TEXT, texts.RU)

@@ -10,7 +10,7 @@ import pytest
 from tests import media_files
 
 from membot.media.audio import AudioClip, prepare_audio
-from membot.media.errors import AudioTooLong, BrokenFile, MediaError, NoAudio
+from membot.media.errors import AudioTooLong, BrokenFile, MediaError, NoAudio, NotThatKind
 
 
 def _codec_and_seconds(data: bytes) -> tuple[str, str, float]:
@@ -61,6 +61,14 @@ async def test_a_voice_whose_header_lies_about_its_length_is_measured_by_its_pac
 async def test_a_video_without_sound_is_no_audio() -> None:
     with pytest.raises(NoAudio):
         await prepare_audio(media_files.video_note(1.0, sound=False), max_seconds=600)
+
+
+@pytest.mark.parametrize("data", [media_files.jpeg(64, 48), media_files.png(64, 48)])
+async def test_a_picture_sent_as_audio_is_not_audio_rather_than_silent(data: bytes) -> None:
+    # FFmpeg opens a JPEG as a one-frame video: that is a picture, not a silent recording.
+    with pytest.raises(NotThatKind) as refused:
+        await prepare_audio(data, max_seconds=600)
+    assert refused.value.kind == "audio" and not isinstance(refused.value, NoAudio)
 
 
 @pytest.mark.parametrize(

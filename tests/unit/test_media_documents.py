@@ -4,6 +4,7 @@ in chunks and cut for the prompt. Real PDFs made in the tests."""
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import pytest
@@ -15,6 +16,8 @@ from membot.media.errors import (
     FileTooBig,
     MediaError,
     NoTextLayer,
+    NotThatKind,
+    TooComplex,
     UnsupportedType,
 )
 from membot.media.pdf import PdfProcesses
@@ -113,16 +116,55 @@ async def test_text_files_of_every_common_encoding_are_read() -> None:
         assert document.text == text and document.kind == "text"
 
 
-def test_undecodable_text_never_crashes() -> None:
+def test_bytes_of_no_encoding_are_not_text() -> None:
     # Bytes valid in no encoding tried (0x81 and 0x98 are holes of cp1252, 0x98 of cp1251).
-    data = b"abc \x98\x81 def"
-    assert decode_text(data).startswith("abc ") and decode_text(data).endswith(" def")
+    with pytest.raises(NotThatKind):
+        decode_text(b"abc \x98\x81 def")
 
 
-async def test_a_binary_file_named_text_is_broken_not_garbage() -> None:
-    with pytest.raises(BrokenFile) as failed:
+@pytest.mark.parametrize(
+    "data",
+    [
+        random.Random(3).randbytes(3000),
+        b"an ordinary line\0 of text, with one NUL in it",
+        b"a line with a bell \a and backspaces \b\b\b" * 2,
+        "UTF-16 with a NUL\0".encode("utf-16"),
+    ],
+    ids=["random-bytes", "one-nul", "controls", "utf16-nul"],
+)
+async def test_what_is_not_text_is_refused_as_not_text_whatever_its_name(data: bytes) -> None:
+    with pytest.raises(NotThatKind) as refused:
+        await read_document(data, mime_type="application/octet-stream", file_name="notes.txt")
+    assert refused.value.kind == "text"
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        ("ok: привет".encode()[:-1], "ok: приве"),  # cut in the middle of its last letter
+        (b"\x1b[31merror\x1b[0m in a coloured log\n", "\x1b[31merror\x1b[0m in a coloured log\n"),
+        (b"columns\tand\fpages\r\n", "columns\tand\fpages\r\n"),
+        (b"", ""),
+    ],
+    ids=["cut-utf8", "ansi-log", "tabs-and-form-feeds", "empty"],
+)
+def test_text_with_what_text_files_hold_is_text(data: bytes, text: str) -> None:
+    assert decode_text(data) == text
+
+
+@pytest.mark.parametrize(
+    "data", [media_files.pdf_nested(), media_files.pdf_deep_arrays()], ids=["dicts", "arrays"]
+)
+async def test_a_deeply_nested_pdf_is_too_complex_not_without_a_text_layer(data: bytes) -> None:
+    with pytest.raises(TooComplex) as refused:
+        await read_document(data, mime_type="application/pdf", file_name="deep.pdf")
+    assert not isinstance(refused.value, NoTextLayer)
+
+
+async def test_a_binary_file_named_text_is_not_text_not_garbage() -> None:
+    with pytest.raises(NotThatKind) as failed:
         await read_document(b"\0\1\2\0" * 100, mime_type="text/plain", file_name="a.txt")
-    assert str(failed.value) == "broken text file"
+    assert str(failed.value) == "not text: the file is something else"
 
 
 async def test_a_pdf_that_takes_too_long_is_read_as_far_as_time_allows_and_says_so(
@@ -138,7 +180,7 @@ async def test_a_pdf_that_takes_too_long_is_read_as_far_as_time_allows_and_says_
         )
     assert document.pages == 3
     assert document.text == (
-        "First page.\n\n[Only the first 1 of 3 pages were read: reading took too long.]"
+        "First page.\n\n[Only the first of 3 pages was read: reading took too long.]"
     )
     assert "1 of 3 pages read" in caplog.text and "First page" not in caplog.text
     whole = await read_document(pdf, mime_type="application/pdf", file_name="a.pdf")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from tests import media_files
 
-from membot.media.errors import BrokenFile
+from membot.media.errors import BrokenFile, TooComplex
 from membot.media.pdf import PdfProcesses
 
 # pdf_slow() costs pypdf about 0.8 s per draw on this machine's cores: 100 draws are over a
@@ -79,7 +79,7 @@ async def test_a_pdf_too_slow_to_read_is_killed_at_the_timeout_and_the_next_one_
             read("normal", media_files.pdf_with_text("Still reading.")),
             return_exceptions=True,
         )
-    assert isinstance(slow, BrokenFile) and str(slow) == "broken pdf file"
+    assert isinstance(slow, TooComplex) and str(slow) == "PDF too complex to read: killed after 2 s"
     assert f"PDF not read: killed after {TIMEOUT:g} s" in caplog.text
     # One child at a time: the normal PDF waited for the slow one's slot, then read.
     assert done == ["slow", "normal"] and normal == ("Still reading.", 1)

@@ -20,7 +20,7 @@ from membot.core.media import ModelSeesNoImages, Upload
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMUnavailable
-from membot.media.errors import BrokenFile, NoTextLayer, UnsupportedType
+from membot.media.errors import BrokenFile, NoTextLayer, NotThatKind, UnsupportedType
 from membot.usage.ledger import day_key
 from membot.wiring import Core, build_core
 
@@ -199,7 +199,7 @@ async def test_a_pdf_is_read_given_to_the_model_cut_and_searchable(
     [
         (Upload("document", media_files.pdf_scanned(), mime="application/pdf"), NoTextLayer),
         (Upload("document", media_files.pdf_broken(), mime="application/pdf"), BrokenFile),
-        (Upload("photo", b"not an image at all", mime="image/jpeg"), UnsupportedType),
+        (Upload("photo", b"not an image at all", mime="image/jpeg"), NotThatKind),
         (Upload("voice", b"OggS broken", mime="audio/ogg"), BrokenFile),
         (Upload("document", b"\x00\x01", mime="application/zip", name="a.zip"), UnsupportedType),
     ],

@@ -5,6 +5,7 @@ an `LLMError` its provider code, a `SessionError` its own."""
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Any, Final
 
@@ -26,9 +27,12 @@ from membot.media.errors import (
     AudioTooLong,
     BrokenFile,
     FileTooBig,
+    ImageTooLarge,
     MediaError,
     NoAudio,
     NoTextLayer,
+    NotThatKind,
+    TooComplex,
     UnsupportedType,
 )
 
@@ -59,6 +63,7 @@ class ErrorCode(StrEnum):
     NO_TEXT_LAYER = "NO_TEXT_LAYER"
     NO_AUDIO = "NO_AUDIO"
     AUDIO_TOO_LONG = "AUDIO_TOO_LONG"
+    IMAGE_TOO_LARGE = "IMAGE_TOO_LARGE"
     MODEL_SEES_NO_IMAGES = "MODEL_SEES_NO_IMAGES"
 
 
@@ -83,6 +88,7 @@ _ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
     ErrorCode.NO_TEXT_LAYER: (400, "A PDF attachment has no text layer (scanned pages)."),
     ErrorCode.NO_AUDIO: (400, "An audio attachment has no sound track."),
     ErrorCode.AUDIO_TOO_LONG: (400, "An audio attachment is longer than MAX_AUDIO_SECONDS."),
+    ErrorCode.IMAGE_TOO_LARGE: (400, "An image attachment has more pixels than MEDIA_MAX_PIXELS."),
     ErrorCode.MODEL_SEES_NO_IMAGES: (400, "The session's model takes text only, not images."),
     ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
     ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
@@ -159,13 +165,32 @@ def api_error(exc: MembotError, *, names_session: bool) -> ApiError | None:
 
 
 def media_error(exc: MediaError) -> ApiError:
-    """An attachment membot cannot use: its code (the sentence names no content)."""
+    """An attachment membot cannot use: its code, and a sentence that says which attachment
+    (its index in `attachments` and its name) and nothing of its content."""
     if isinstance(exc, ModelSeesNoImages):
         models = ", ".join(exc.vision_models) or "none of the configured models"
         sentence = f"The model {exc.model} takes text only. Models that see images: {models}."
         return ApiError(ErrorCode.MODEL_SEES_NO_IMAGES, sentence)
     code = next((c for kind, c in _MEDIA_CODES if isinstance(exc, kind)), None)
-    return ApiError(code or ErrorCode.BROKEN_ATTACHMENT)
+    code = code or ErrorCode.BROKEN_ATTACHMENT
+    sentence = _media_sentence(exc) or ERROR_SENTENCE[code]
+    if exc.position is not None:
+        name = f", {json.dumps(exc.file_name, ensure_ascii=False)}" if exc.file_name else ""
+        sentence = f"{sentence[:-1]} (attachments[{exc.position - 1}]{name})."
+    return ApiError(code, sentence)
+
+
+def _media_sentence(exc: MediaError) -> str | None:
+    """A closer sentence than the code's, for the errors that have one."""
+    if isinstance(exc, NotThatKind):
+        what = {"image": "an image", "audio": "audio", "text": "a text file"}
+        return f"An attachment is not {what.get(exc.kind, exc.kind)}, though its type says so."
+    if isinstance(exc, TooComplex):
+        return "A PDF attachment is too complex to read (nested too deeply, or too heavy)."
+    if isinstance(exc, ImageTooLarge):
+        size = f" of {exc.width}x{exc.height} pixels" if exc.width else ""
+        return f"An image attachment{size} has more pixels than MEDIA_MAX_PIXELS ({exc.limit})."
+    return None
 
 
 def http_error(exc: web.HTTPException) -> ApiError:
@@ -204,6 +229,7 @@ _NO_STORAGE = "The storage is unavailable right now; try again soon."
 _ROUND_LIMITS = (ErrorCode.INVALID_MAX_ROUNDS, ErrorCode.MAX_ROUNDS_EXCEEDED)
 _MEDIA_CODES: tuple[tuple[type[MediaError], ErrorCode], ...] = (
     (FileTooBig, ErrorCode.PAYLOAD_TOO_LARGE),
+    (ImageTooLarge, ErrorCode.IMAGE_TOO_LARGE),
     (UnsupportedType, ErrorCode.UNSUPPORTED_ATTACHMENT),
     (BrokenFile, ErrorCode.BROKEN_ATTACHMENT),
     (NoTextLayer, ErrorCode.NO_TEXT_LAYER),

@@ -51,14 +51,18 @@ class Attachment(BaseModel):
         json_schema_extra={"contentEncoding": "base64"},
     )
 
-    def to_upload(self) -> Upload:
-        """The bytes for the turn; ApiError(INVALID_ATTACHMENT) when data is not base64."""
+    def to_upload(self, index: int = 0) -> Upload:
+        """The bytes for the turn; ApiError(INVALID_ATTACHMENT) naming ``index`` (its place
+        in `attachments`) when data is not base64."""
         try:
             data = base64.b64decode(self.data, validate=True)
         except (binascii.Error, ValueError):
-            raise ApiError(ErrorCode.INVALID_ATTACHMENT) from None
+            data = b""
         if not data:
-            raise ApiError(ErrorCode.INVALID_ATTACHMENT)
+            sentence = (
+                f"An attachment's data is not valid base64, or is empty (attachments[{index}])."
+            )
+            raise ApiError(ErrorCode.INVALID_ATTACHMENT, sentence)
         kind = _UPLOAD_KINDS[self.type]
         return Upload(kind, data, mime=self.mime_type, name=self.name)  # type: ignore[arg-type]
 
@@ -170,7 +174,7 @@ class ChatRequest(BaseModel):
             session_id=self.session_id,
             max_rounds=self.max_rounds,
             config=config,
-            uploads=tuple(a.to_upload() for a in self.attachments or ()),
+            uploads=tuple(a.to_upload(i) for i, a in enumerate(self.attachments or ())),
         )
 
 

@@ -39,6 +39,7 @@ from membot.usage.metered import ChargeWriter
 if TYPE_CHECKING:
     from membot.ids import ConversationId
     from membot.media.catalog import ModelCatalog
+    from membot.media.images import ImageDecoder
     from membot.media.pdf import PdfProcesses
     from membot.media.transcribe import Transcriber
 
@@ -105,6 +106,7 @@ class MediaReader:
         document_prompt_chars: int = 20_000,
         clock: Clock = utc_now,
         pdf: PdfProcesses | None = None,  # None: one child per PDF, default bounds
+        images: ImageDecoder | None = None,  # None: one decode at a time, default bounds
     ) -> None:
         self.transcriber = transcriber
         self.catalog = catalog
@@ -115,6 +117,11 @@ class MediaReader:
         self.max_images = max_images_in_prompt
         self.document_chars = document_prompt_chars
         self.clock, self._catalog_tried, self.pdf = clock, float("-inf"), pdf
+        if images is None:
+            from membot.media.images import ImageDecoder
+
+            images = ImageDecoder(decodes=1)
+        self.images = images
         # The call was made and paid: a ledger that fails is never the turn's failure.
         self._charges = ChargeWriter(ledger, clock, "a transcription") if ledger else None
 
@@ -145,10 +152,11 @@ class MediaReader:
         model: str | None,
         language: str | None = None,
     ) -> Understood:
-        """The uploads, understood. Raises ModelSeesNoImages, a MediaError (the file) or an
-        LLMError (the transcription); nothing is stored either way."""
+        """The uploads, understood. Raises ModelSeesNoImages, a MediaError (the file, saying
+        which: its position and name) or an LLMError (the transcription); nothing is stored
+        either way."""
         from membot.media.audio import prepare_audio
-        from membot.media.images import image_part, prepare_image
+        from membot.media.images import image_part
         from membot.media.text import cut_for_prompt
 
         if any(_is_image(u) for u in uploads) and not await self.sees_images(model):
@@ -159,68 +167,72 @@ class MediaReader:
         images: list[dict[str, Any]] = []
         documents: list[str] = []
         heard: list[str] = []
-        for upload in uploads:
-            started = time.perf_counter()
-            if upload.caption.strip() and upload.caption.strip() not in words:
-                words.append(upload.caption.strip())
-            if _is_image(upload):
-                image = await prepare_image(upload.data)
-                key = new_file_key(_EXTENSIONS.get(image.mime_type, "jpg"))
-                files.append((key, image.data))
-                images.append(image_part(image))
-                attachments.append(
-                    Attachment(
-                        kind="image",
-                        file=key,
-                        mime=image.mime_type,
-                        name=upload.name,
-                        size=len(upload.data),
-                        width=image.width,
-                        height=image.height,
+        for position, upload in enumerate(uploads, 1):
+            try:
+                started = time.perf_counter()
+                if upload.caption.strip() and upload.caption.strip() not in words:
+                    words.append(upload.caption.strip())
+                if _is_image(upload):
+                    image = await self.images.prepare(upload.data)
+                    key = new_file_key(_EXTENSIONS.get(image.mime_type, "jpg"))
+                    files.append((key, image.data))
+                    images.append(image_part(image))
+                    attachments.append(
+                        Attachment(
+                            kind="image",
+                            file=key,
+                            mime=image.mime_type,
+                            name=upload.name,
+                            size=len(upload.data),
+                            width=image.width,
+                            height=image.height,
+                        )
                     )
-                )
-            elif upload.kind in _AUDIO_KINDS:
-                clip = await prepare_audio(upload.data, max_seconds=self.max_audio_seconds)
-                if self.transcriber is None:
-                    raise UnsupportedType(upload.mime)
-                transcript = await self.transcriber.transcribe(clip, language=language)
-                await self._charge(transcript.model, transcript.usage)
-                heard.append(transcript.text)
-                words.append(transcript.text)
-                attachments.append(
-                    Attachment(
-                        kind=upload.kind,  # type: ignore[arg-type]
-                        mime=upload.mime,
-                        size=len(upload.data),
-                        seconds=round(transcript.seconds, 1),
+                elif upload.kind in _AUDIO_KINDS:
+                    clip = await prepare_audio(upload.data, max_seconds=self.max_audio_seconds)
+                    if self.transcriber is None:
+                        raise UnsupportedType(upload.mime)
+                    transcript = await self.transcriber.transcribe(clip, language=language)
+                    await self._charge(transcript.model, transcript.usage)
+                    heard.append(transcript.text)
+                    words.append(transcript.text)
+                    attachments.append(
+                        Attachment(
+                            kind=upload.kind,  # type: ignore[arg-type]
+                            mime=upload.mime,
+                            size=len(upload.data),
+                            seconds=round(transcript.seconds, 1),
+                        )
                     )
-                )
-            else:
-                document = await read_document(
-                    upload.data, mime_type=upload.mime, file_name=upload.name, pdf=self.pdf
-                )
-                key = new_file_key("txt")
-                files.append((key, document.text.encode("utf-8")))
-                shown, _ = cut_for_prompt(document.text, self.document_chars)
-                label = f"document {upload.name}" if upload.name else "document"
-                documents.append(f"[The text of the {label}:]\n{shown}")
-                attachments.append(
-                    Attachment(
-                        kind="document",
-                        file=key,
-                        mime=upload.mime,
-                        name=upload.name,
-                        size=len(upload.data),
-                        pages=document.pages,
-                        chars=len(document.text),
+                else:
+                    document = await read_document(
+                        upload.data, mime_type=upload.mime, file_name=upload.name, pdf=self.pdf
                     )
+                    key = new_file_key("txt")
+                    files.append((key, document.text.encode("utf-8")))
+                    shown, _ = cut_for_prompt(document.text, self.document_chars)
+                    label = f"document {upload.name}" if upload.name else "document"
+                    documents.append(f"[The text of the {label}:]\n{shown}")
+                    attachments.append(
+                        Attachment(
+                            kind="document",
+                            file=key,
+                            mime=upload.mime,
+                            name=upload.name,
+                            size=len(upload.data),
+                            pages=document.pages,
+                            chars=len(document.text),
+                        )
+                    )
+                log.info(
+                    "media: kind=%s size=%d took=%.3fs",
+                    upload.kind,
+                    len(upload.data),
+                    time.perf_counter() - started,
                 )
-            log.info(
-                "media: kind=%s size=%d took=%.3fs",
-                upload.kind,
-                len(upload.data),
-                time.perf_counter() - started,
-            )
+            except MediaError as exc:
+                exc.about(position, upload.name)
+                raise
         return Understood(
             text="\n\n".join(w for w in words if w),
             attachments=tuple(attachments),

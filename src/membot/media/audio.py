@@ -23,7 +23,7 @@ import av.error
 from av.audio.stream import AudioStream
 from av.container import InputContainer
 
-from membot.media.errors import AudioTooLong, BrokenFile, NoAudio
+from membot.media.errors import AudioTooLong, BrokenFile, NoAudio, NotThatKind
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ class AudioClip:
 async def prepare_audio(data: bytes, *, max_seconds: float) -> AudioClip:
     """``data`` (a voice, an audio file, a video note) as OGG/Opus of at most ``max_seconds``.
 
-    Raises BrokenFile (not audio/video FFmpeg can read), NoAudio (no audio track) or
-    AudioTooLong."""
+    Raises BrokenFile (not audio/video FFmpeg can read), NotThatKind (a picture: no audio
+    nor video in it), NoAudio (a video without an audio track) or AudioTooLong."""
     started = time.perf_counter()
     clip = await asyncio.to_thread(_prepare, data, max_seconds)
     log.info(
@@ -84,9 +84,16 @@ def _open(data: bytes) -> InputContainer:
         raise BrokenFile("audio") from None
 
 
+#: FFmpeg's demuxers of still pictures: a JPEG opens as a one-frame "video" of them.
+_PICTURES = frozenset({"image2", "gif", "apng"})
+
+
 def _audio_stream(container: InputContainer) -> AudioStream:
     if not container.streams.audio:
-        raise NoAudio()
+        name = container.format.name
+        if not container.streams.video or name.endswith("_pipe") or name in _PICTURES:
+            raise NotThatKind("audio")
+        raise NoAudio()  # a video with no sound track
     return container.streams.audio[0]
 
 

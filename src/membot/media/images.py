@@ -6,7 +6,11 @@ Telegram file URL carries the bot token, and no URL of ours leaves the process.
 
 Pillow decodes and scales images sent as documents (PNG, WebP, GIF, BMP, TIFF, JPEG of any
 size): it is the one library that reads them all and honours a photo's EXIF orientation.
-Decoding is CPU-bound: prepare_image runs it in a worker thread."""
+A few hundred kilobytes of PNG can hold 60 million pixels (a quarter of a gigabyte once
+decoded), so ImageDecoder reads the size from the header before decoding, decodes a JPEG at
+a reduced scale when it is larger than needed, refuses what would still be over
+MEDIA_MAX_PIXELS, and runs at most MEDIA_IMAGE_DECODES decodes at once, each in a worker
+thread (decoding is CPU-bound)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, BrokenFile, FileTooBig, UnsupportedType
+from membot.media.errors import (
+    TELEGRAM_DOWNLOAD_LIMIT,
+    BrokenFile,
+    FileTooBig,
+    ImageTooLarge,
+    NotThatKind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +38,8 @@ log = logging.getLogger(__name__)
 MAX_IMAGE_PIXELS = 1600 * 1600
 #: What vision models accept as they are; anything else is converted to JPEG.
 MODEL_MIME_TYPES = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp"}
-#: Refuse to decode images larger than this (a "decompression bomb" of a few KB).
-_DECODE_PIXELS = 64_000_000
+#: The most pixels decoded whole by default (MEDIA_MAX_PIXELS): at 4 bytes a pixel, 100 MB.
+DECODE_PIXELS = 25_000_000
 _JPEG_QUALITY = 85
 
 
@@ -77,54 +87,90 @@ def image_part(image: PreparedImage) -> dict[str, Any]:
     }
 
 
+class ImageDecoder:
+    """Decodes images for the model (see ``prepare``), bounded in memory: an image's size is
+    read from its header first, a JPEG (or JPEG 2000) larger than needed is decoded at a
+    reduced scale, and an image of more than ``max_pixels`` after that is refused
+    (ImageTooLarge) before any pixel is decoded. At most ``decodes`` run at once, each in a
+    worker thread; more wait for a slot.
+
+    A decoded pixel takes at most 4 bytes in Pillow (RGB is stored as RGBX), so one decode
+    holds at most ``4 * max_pixels`` bytes for the image itself, and the decoder at most
+    ``decodes`` times that."""
+
+    def __init__(
+        self,
+        *,
+        max_pixels: int = DECODE_PIXELS,
+        decodes: int = 2,
+        target_pixels: int = MAX_IMAGE_PIXELS,
+    ) -> None:
+        self.max_pixels = max_pixels
+        self.target_pixels = target_pixels
+        self.decodes = decodes
+        self._slots = asyncio.Semaphore(decodes)
+
+    async def prepare(
+        self, data: bytes, *, max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT
+    ) -> PreparedImage:
+        """``data`` (a photo or an image document) as an image a model takes: the bytes as
+        they are when they already are JPEG/PNG/WebP of at most the target size, else scaled
+        down and re-encoded. Raises FileTooBig, ImageTooLarge, NotThatKind (not an image)
+        or BrokenFile."""
+        if len(data) > max_bytes:
+            raise FileTooBig(len(data), max_bytes)
+        async with self._slots:
+            started = time.perf_counter()
+            image = await asyncio.to_thread(_prepare, data, self.target_pixels, self.max_pixels)
+        log.info(
+            "image prepared: in=%d bytes out=%d bytes %dx%d %s took=%.3fs",
+            len(data),
+            len(image.data),
+            image.width,
+            image.height,
+            image.mime_type,
+            time.perf_counter() - started,
+        )
+        return image
+
+
 async def prepare_image(
     data: bytes,
     *,
     max_pixels: int = MAX_IMAGE_PIXELS,
     max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT,
 ) -> PreparedImage:
-    """``data`` (a photo or an image document) as an image a model takes: the bytes as they
-    are when they already are JPEG/PNG/WebP of at most ``max_pixels``, else scaled down and
-    re-encoded. Raises FileTooBig, UnsupportedType (not an image) or BrokenFile."""
-    if len(data) > max_bytes:
-        raise FileTooBig(len(data), max_bytes)
-    started = time.perf_counter()
-    image = await asyncio.to_thread(_prepare, data, max_pixels)
-    log.info(
-        "image prepared: in=%d bytes out=%d bytes %dx%d %s took=%.3fs",
-        len(data),
-        len(image.data),
-        image.width,
-        image.height,
-        image.mime_type,
-        time.perf_counter() - started,
+    """``data`` prepared by a decoder of its own with the default bounds (one decode)."""
+    return await ImageDecoder(decodes=1, target_pixels=max_pixels).prepare(
+        data, max_bytes=max_bytes
     )
-    return image
 
 
-def _prepare(data: bytes, max_pixels: int) -> PreparedImage:
+def _prepare(data: bytes, target: int, limit: int) -> PreparedImage:
     # Imported here: Pillow is needed only when an image arrives, not at every start-up.
     from PIL import Image, ImageOps, UnidentifiedImageError
 
+    width = height = 0
     try:
         with Image.open(io.BytesIO(data)) as opened:
             fmt = opened.format or ""
             width, height = opened.size
-            if width * height > _DECODE_PIXELS:
-                raise BrokenFile("image")
+            _reduce_on_load(opened, target)
+            if opened.width * opened.height > limit:
+                raise ImageTooLarge(width, height, limit)
             rotated = _exif_rotated(opened)
             opened.load()  # decodes it all: a truncated file fails here, not at the model
-            if fmt in MODEL_MIME_TYPES and width * height <= max_pixels and not rotated:
+            if fmt in MODEL_MIME_TYPES and width * height <= target and not rotated:
                 return PreparedImage(data, MODEL_MIME_TYPES[fmt], width, height)
-            image = ImageOps.exif_transpose(opened)
+            image = _scaled(opened, target)
+            if rotated:
+                ImageOps.exif_transpose(image, in_place=True)
     except UnidentifiedImageError:
-        raise UnsupportedType(None) from None
-    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
+        raise NotThatKind("image") from None
+    except Image.DecompressionBombError:
+        raise ImageTooLarge(width, height, limit) from None
+    except (OSError, ValueError, SyntaxError):
         raise BrokenFile("image") from None
-    if image.width * image.height > max_pixels:
-        scale = (max_pixels / (image.width * image.height)) ** 0.5
-        target = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
-        image = image.resize(target, Image.Resampling.LANCZOS)
     keep_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
     out = io.BytesIO()
     if keep_alpha:
@@ -134,6 +180,36 @@ def _prepare(data: bytes, max_pixels: int) -> PreparedImage:
         image.convert("RGB").save(out, format="JPEG", quality=_JPEG_QUALITY)
         mime = "image/jpeg"
     return PreparedImage(out.getvalue(), mime, image.width, image.height)
+
+
+def _reduce_on_load(image: Any, target: int) -> None:
+    """Make ``image`` decode at a smaller scale where its format allows, still at least
+    the size it will be scaled to: JPEG by DCT scaling (1/2, 1/4, 1/8; `draft`), JPEG 2000
+    by resolution levels (`reduce`). Other formats decode whole."""
+    width, height = image.size
+    if width * height <= target:
+        return
+    scale = (target / (width * height)) ** 0.5
+    wanted = (max(1, int(width * scale)), max(1, int(height * scale)))
+    if image.format == "JPEG":
+        image.draft(image.mode, wanted)
+    elif image.format == "JPEG2000":
+        factor = 0
+        while (width >> (factor + 1)) >= wanted[0] and (height >> (factor + 1)) >= wanted[1]:
+            factor += 1
+        image.reduce = factor
+
+
+def _scaled(image: Any, target: int) -> Any:
+    """``image`` scaled to at most ``target`` pixels (a copy: the caller closes the
+    original); reduced by whole factors first, which is faster and needs less memory."""
+    from PIL import Image
+
+    if image.width * image.height <= target:
+        return image.copy()
+    scale = (target / (image.width * image.height)) ** 0.5
+    size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS, reducing_gap=3.0)
 
 
 def _exif_rotated(image: Any) -> bool:

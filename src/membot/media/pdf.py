@@ -28,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from membot.media.errors import BrokenFile, NoTextLayer
+from membot.media.errors import BrokenFile, NoTextLayer, TooComplex
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +60,25 @@ class PdfProcesses:
 
     async def text(self, data: bytes) -> tuple[str, int]:
         """The text layer of each page, pages apart by a blank line, and the page count.
-        Raises BrokenFile (damaged, encrypted with a password, over the time or memory
-        bound) or NoTextLayer."""
+        Raises BrokenFile (damaged, encrypted with a password), TooComplex (nested too
+        deeply, over the time or memory bound) or NoTextLayer."""
         async with self._slots:
             if self._closed:
                 raise BrokenFile("pdf")
             status, pages, read, text = await self._run(data)
         if status != "ok":
-            if status not in ("broken", "encrypted"):  # those two: the file itself, not a bound
+            if status not in ("broken", "encrypted", "complex"):  # the file's, not a bound
                 log.warning("document: PDF not read: %s (%d pages)", status, pages)
+            if status == "complex" or status == "memory" or status.startswith("killed"):
+                raise TooComplex(status)
             raise BrokenFile("pdf")
         if not text:
             raise NoTextLayer(pages)
         if read < pages:
             log.warning("document: PDF read for too long; %d of %d pages read", read, pages)
-            text += (
-                f"\n\n[Only the first {read} of {pages} pages were read: reading took too long.]"
-            )
+            first = "first of" if read == 1 else f"first {read} of"
+            was = "was" if read == 1 else "were"
+            text += f"\n\n[Only the {first} {pages} pages {was} read: reading took too long.]"
         return text, pages
 
     async def _run(self, data: bytes) -> tuple[str, int, int, str]:

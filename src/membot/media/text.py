@@ -1,34 +1,66 @@
 """Text out of bytes that claim to be text, and long text in pieces.
 
-Decoding never fails: UTF-8 (with or without a byte order mark), UTF-16 with its mark, then
-the two legacy code pages people still send (Windows-1251 for Cyrillic, Windows-1252 for
-Western text), told apart by which gives letters; last, UTF-8 with replacement characters."""
+What a text file is, decided once here for every door that takes one (Telegram documents,
+API attachments): bytes that decode as UTF-8 (with or without a byte order mark; a last
+character cut off at the end is dropped), as UTF-16 with its mark, or as one of the two
+legacy code pages people still send (Windows-1251 for Cyrillic, Windows-1252 for Western
+text, told apart by which gives letters; bytes that fit neither are not text), and whose
+text has no NUL and at most 1% of other control characters (tab, line breaks, form feed
+and the escape of coloured logs are not counted). Anything else is binary data under a
+text name: NotThatKind("text")."""
 
 from __future__ import annotations
 
 import codecs
 import re
+import unicodedata
 
-from membot.media.errors import BrokenFile
+from membot.media.errors import NotThatKind
 from membot.textcut import boundary
 
-#: Share of NUL bytes above which "text" is really a binary file.
-_BINARY_NULS = 0.01
+#: Share of control characters above which "text" is really binary data.
+_CONTROL_SHARE = 0.01
+#: Control characters that text has: tab, line feed, vertical tab, form feed, carriage
+#: return, and the escape of ANSI colours in logs.
+_TEXT_CONTROLS = frozenset("\t\n\v\f\r\x1b")
 _WORDS = re.compile(r"[^\W\d_]+")
 
 
 def decode_text(data: bytes) -> str:
-    """``data`` as text, by the first encoding that fits. Raises BrokenFile for binary data."""
-    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+    """``data`` as text, by the first encoding that fits. Raises NotThatKind("text") for
+    what is not text (see the module's docstring)."""
+    text = _decoded(data)
+    if text is None or not is_text(text):
+        raise NotThatKind("text")
+    return text
+
+
+def is_text(text: str) -> bool:
+    """Whether decoded ``text`` reads as text: no NUL, at most 1% other control characters."""
+    if "\0" in text:
+        return False
+    controls = sum(1 for c in text if c not in _TEXT_CONTROLS and unicodedata.category(c) == "Cc")
+    return controls <= len(text) * _CONTROL_SHARE
+
+
+def _decoded(data: bytes) -> str | None:
+    for bom in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         if data.startswith(bom):
-            return data.decode(encoding, errors="replace")
-    if data.count(0) > max(1, len(data) * _BINARY_NULS):
-        raise BrokenFile("text")
+            try:
+                return data.decode("utf-16")
+            except UnicodeDecodeError:
+                return None
     try:
         return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        pass
-    return _legacy(data) or data.decode("utf-8", errors="replace")
+    except UnicodeDecodeError as exc:
+        # Cut in the middle of its last character, when the rest shows it is UTF-8 (a
+        # Windows-1252 "café" ends the same way, with no UTF-8 before it).
+        head = (
+            data[: exc.start].decode("utf-8-sig") if exc.reason == "unexpected end of data" else ""
+        )
+        if not head.isascii():
+            return head
+    return _legacy(data)
 
 
 def _legacy(data: bytes) -> str | None:

@@ -101,7 +101,7 @@ class Attachment:
         if self.kind == "image":
             name = f" {self.name}" if self.name else ""
             return f"[image{name}]"
-        details = [f"{self.pages} pages"] if self.pages else []
+        details = [f"{self.pages} page{'s' if self.pages != 1 else ''}"] if self.pages else []
         if self.chars is not None:
             details.append(f"{self.chars} characters")
         name = f" {self.name}" if self.name else ""

@@ -10,7 +10,8 @@ language, and nothing of the turn is stored (the turn stores only once it has it
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 from aiogram import Bot
@@ -28,10 +29,12 @@ from membot.media.errors import (
     AudioTooLong,
     BrokenFile,
     FileTooBig,
+    ImageTooLarge,
     MediaError,
     NoAudio,
     NoTextLayer,
-    UnsupportedType,
+    NotThatKind,
+    TooComplex,
 )
 
 log = logging.getLogger(__name__)
@@ -59,37 +62,66 @@ async def answer_files(
     incoming = await to_incoming(message, bot, text="")
 
     async def turn(sink: TelegramSink) -> TurnResult:
-        for file in sent:
-            check(file, max_audio_seconds=media.max_audio_seconds)
-        uploads = tuple([await download(bot, file) for file in sent])
-        return await service.say(replace(incoming, uploads=uploads), sink)
+        for position, file in enumerate(sent, 1):
+            with _about(position, file):
+                check(file, max_audio_seconds=media.max_audio_seconds)
+        uploads = []
+        for position, file in enumerate(sent, 1):
+            with _about(position, file):
+                uploads.append(await download(bot, file))
+        return await service.say(replace(incoming, uploads=tuple(uploads)), sink)
 
     try:
         await run_turn(message, bot, service, incoming, turn, streaming=streaming)
     except MediaError as refused:
         log.info("chat %s: %s not used: %s", message.chat.id, _kinds(sent), type(refused).__name__)
-        if isinstance(refused, UnsupportedType) and any(f.kind == "photo" for f in sent):
-            refused = BrokenFile("image")  # a photo that is no image: damaged on the way
+        which = sent[refused.position - 1] if refused.position else None
+        if isinstance(refused, NotThatKind) and which is not None and which.kind == "photo":
+            # Telegram makes every photo a JPEG: one that is no image was damaged on the way.
+            refused = BrokenFile("image").about(refused.position, refused.file_name)
         await message.answer(refusal(await texts_for(service, message), refused))
 
 
 def refusal(words: texts.Texts, exc: MediaError) -> str:
-    """What the user is told of a file that cannot be used."""
+    """What the user is told of a file that cannot be used, naming the file when it has
+    a name (in an album, which of them)."""
+    reply = _reason(words, exc)
+    return words.FILE_NAMED.format(name=exc.file_name, reply=reply) if exc.file_name else reply
+
+
+def _reason(words: texts.Texts, exc: MediaError) -> str:
     if isinstance(exc, ModelSeesNoImages):
         if exc.vision_models:
             return words.NO_IMAGES.format(model=exc.model, models=", ".join(exc.vision_models))
         return words.NO_IMAGES_AT_ALL.format(model=exc.model)
     if isinstance(exc, FileTooBig):
         return words.FILE_TOO_BIG.format(limit_mb=exc.limit // (1024 * 1024))
+    if isinstance(exc, ImageTooLarge):
+        limit_mp = f"{exc.limit / 1_000_000:g}"
+        return words.IMAGE_TOO_LARGE.format(limit_mp=limit_mp)
     if isinstance(exc, AudioTooLong):
         return words.AUDIO_TOO_LONG.format(minutes=max(1, round(exc.limit / 60)))
     if isinstance(exc, NoTextLayer):
         return words.PDF_NO_TEXT
     if isinstance(exc, NoAudio):
         return words.NO_SOUND
+    if isinstance(exc, NotThatKind):
+        return {"image": words.NOT_IMAGE, "audio": words.NOT_AUDIO}.get(exc.kind, words.NOT_TEXT)
+    if isinstance(exc, TooComplex):
+        return words.PDF_TOO_COMPLEX
     if isinstance(exc, BrokenFile):
         return words.FILE_BROKEN
     return words.FILE_UNSUPPORTED
+
+
+@contextmanager
+def _about(position: int, file: SentFile) -> Iterator[None]:
+    """A MediaError raised inside says which of the message's files it is about."""
+    try:
+        yield
+    except MediaError as exc:
+        exc.about(position, file.name)
+        raise
 
 
 def _kinds(sent: Sequence[SentFile]) -> str:

@@ -83,6 +83,12 @@ class Texts:
     PDF_NO_TEXT: str
     NO_SOUND: str
     AUDIO_TOO_LONG: str  # {minutes}
+    NOT_IMAGE: str
+    NOT_AUDIO: str
+    NOT_TEXT: str
+    PDF_TOO_COMPLEX: str
+    IMAGE_TOO_LARGE: str  # {limit_mp}
+    FILE_NAMED: str  # {name}, {reply}: one of these about a file that has a name
     NO_IMAGES: str  # {model}, {models}
     NO_IMAGES_AT_ALL: str  # {model}
 

@@ -118,6 +118,21 @@ EN = Texts(
     ),
     NO_SOUND="I couldn't hear anything: this recording has no sound.",
     AUDIO_TOO_LONG="This recording is too long: I listen to at most {minutes} min.",
+    NOT_IMAGE="This file was sent as an image, but it isn't one, so I can't look at it.",
+    NOT_AUDIO="This file was sent as audio, but it isn't a recording, so there's nothing to hear.",
+    NOT_TEXT=(
+        "This isn't a text file: it holds binary data, not text in UTF-8, UTF-16, "
+        "Windows-1251 or Windows-1252, so I can't read it."
+    ),
+    PDF_TOO_COMPLEX=(
+        "I couldn't read this PDF: it is built in a way too complex for me (nested too "
+        "deeply, or too heavy to read). Send its text, or photos of the pages."
+    ),
+    IMAGE_TOO_LARGE=(
+        "This image has too many pixels for me: I open images of up to {limit_mp} "
+        "megapixels. Send it as a photo, or make it smaller first."
+    ),
+    FILE_NAMED="“{name}”: {reply}",
     NO_IMAGES=(
         "This chat's model ({model}) can't see images. These can: {models}. Choose one with /model."
     ),
