@@ -249,3 +249,25 @@ def test_nothing_points_at_the_old_pages() -> None:
             if any(name in file.read_text(encoding="utf-8", errors="replace") for name in old):
                 stale.append(str(file.relative_to(ROOT)))
     assert not stale, f"still pointing at docs/vision.md or a README section: {stale}"
+
+
+def _chat_entries() -> list[str]:
+    """What the file backend keeps in a chat's directory, by the names the code gives them."""
+    from membot.memory import layout
+    from membot.memory.smallfiles import FACTS
+    from membot.search.index import INDEX_FILE
+
+    names = [layout.MESSAGES, layout.SUMMARY, layout.SUMMARIES_LOG, layout.META, FACTS]
+    return [*names, INDEX_FILE, f"{layout.FILES}/"]
+
+
+@pytest.mark.parametrize("entry", _chat_entries())
+def test_every_entry_of_a_chats_directory_is_listed(entry: str) -> None:
+    # .env.example's DATA_DIR comment lists them in braces; operating.md has a table row each.
+    comment = re.search(r"^# Where memory lives:.*?^DATA_DIR=", read(".env.example"), re.M | re.S)
+    assert comment is not None
+    listed = re.search(r"\{(.*?)\}", comment.group().replace("\n# ", ""), re.S)
+    assert listed is not None and entry in listed.group(1).split(","), (
+        f"{entry} not in the DATA_DIR comment of .env.example"
+    )
+    assert f"| `{entry}" in read("docs/operating.md"), f"{entry} not in operating.md's table"
