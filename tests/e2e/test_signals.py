@@ -258,3 +258,44 @@ async def test_a_second_signal_ends_membot_api_with_a_request_in_flight(
     assert api.returncode == 0, output
     assert "membot api stopped" in output and "Traceback" not in output, output
     assert not (data_dir / "api").exists() or not any((data_dir / "api").rglob("messages.txt"))
+
+
+async def test_ctrl_c_during_a_start_up_that_hangs_ends_it(
+    llm: FakeLLM, data_dir: Path, tmp_path: Path
+) -> None:
+    """A Bot API that takes the connection and never answers: the start-up waits on it, and
+    one Ctrl-C ends the process there, cleanly."""
+    reached = asyncio.Event()
+    held: list[asyncio.StreamWriter] = []
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        reached.set()
+
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    env = membot_env(
+        telegram_bot_token=TOKEN,
+        telegram_api_base=f"http://127.0.0.1:{port}",
+        openrouter_api_key=API_KEY,
+        openrouter_base_url=llm.base_url,
+        data_dir=str(data_dir),
+        log_level="INFO",
+    )
+    log = tmp_path / "membot.log"
+    bot = await spawn(tmp_path, env, log, sys.executable, "-m", "membot", "run")
+    try:
+        await asyncio.wait_for(reached.wait(), 60)
+        ctrl_c(bot)
+        await ended(bot, log, 20)
+    finally:
+        if bot.returncode is None:
+            os.killpg(bot.pid, signal.SIGKILL)
+            await bot.wait()
+        for writer in held:
+            writer.close()
+        server.close()
+        await server.wait_closed()
+    output = log.read_text()
+    assert bot.returncode == 0, output
+    assert "start-up cut short" in output and "Traceback" not in output, output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 
@@ -34,17 +35,37 @@ class Process:
         """Start, serve until told to stop, shut down. The signals are heard from the start
         to the end of the shutdown: a second one hurries the shutdown, never interrupts it."""
         with on_signals(self.stopping) if handle_signals else contextlib.nullcontext():
-            await self.start()
+            if not await self._started():
+                return
             try:
                 await self.stopping.requested.wait()
             finally:
                 await self.shutdown()
+
+    async def _started(self) -> bool:
+        """Start, unless told to stop first: a stop during start-up (a Bot API or a Redis
+        slow to answer) cuts it short, everything started released. False then."""
+        starting = asyncio.ensure_future(self.start())
+        told = asyncio.ensure_future(self.stopping.requested.wait())
+        try:
+            await asyncio.wait({starting, told}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            told.cancel()
+        if starting.done():
+            starting.result()  # a failed start-up raises here
+            return True
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        log.warning("membot %s: start-up cut short by a stop", self.role)
+        return False
 
     async def stop(self) -> None:
         self.stopping.stop()
 
     async def start(self) -> None:
         p = self.parts
+        running = False
         try:
             await p.core.start()
             if p.source is not None:
@@ -52,12 +73,15 @@ class Process:
             await p.intake.start()  # the stream's shard count checked; a journal's replay
             if p.runner is not None:
                 await p.runner.start()
+                running = True
             if p.source is not None:
                 await p.source.start()
             if p.api is not None:
                 await p.api.start()  # a port already taken fails the start-up cleanly
             await p.core.serving()  # which models see images: once the checks have passed
         except BaseException:
+            if running and p.runner is not None:  # replayed turns in flight: left pending
+                await p.runner.stop(0.0, self.stopping.hurried)
             await self._release()
             raise
         if not self.settings.allowed_user_ids:
