@@ -991,6 +991,38 @@ class FakeTelegram(LocalServer):
             message["entities"] = all_entities
         return self.push_update({"message": message})
 
+    def push_edit(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        message_id: int | None = None,
+        entities: list[dict[str, Any]] | None = None,
+    ) -> int:
+        """Enqueue an ``edited_message``: the user changed the text of their message
+        ``message_id`` (by default the chat's latest from a user, sent earlier with a
+        ``push_*`` builder) to ``text``. Telegram sends the whole message again, with its new
+        text and entities and an ``edit_date``."""
+        known = self._messages.get(chat_id, {})
+        if message_id is None:
+            users = [i for i, m in known.items() if m.get("from", {}).get("id") != BOT_ID]
+            message_id = max(users, default=0)
+        original = known.get(message_id)
+        if original is None or original.get("from", {}).get("id") == BOT_ID:
+            raise ValueError(f"chat {chat_id} has no user message {message_id} to edit")
+        message = {k: v for k, v in original.items() if k not in ("text", "entities", "edit_date")}
+        message["text"] = text
+        message["edit_date"] = int(message["date"]) + 1
+        all_entities = [dict(e) for e in entities or []]
+        if text.startswith("/") and not any(e.get("offset") == 0 for e in all_entities):
+            command = text.split(maxsplit=1)[0]
+            all_entities.insert(
+                0, {"type": "bot_command", "offset": 0, "length": utf16_len(command)}
+            )
+        if all_entities:
+            message["entities"] = all_entities
+        return self.push_update({"edited_message": message})
+
     def push_mention(
         self,
         chat_id: int,

@@ -287,6 +287,25 @@ async def test_stop_is_delivered_only_to_a_bot_that_asked_for_it(
     assert update.event_type == "stopped_message_generation"
 
 
+async def test_an_edit_is_the_message_again_for_a_bot_that_asked_for_edits(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    sent = tg.push_text(7, "see you at 5")
+    [first] = await bot(GetUpdates(timeout=0, allowed_updates=["message"]))
+    assert first.update_id == sent
+    tg.push_edit(7, "/help me: see you at 6")  # the chat's latest message by default
+    with pytest.raises(ValueError):
+        tg.push_edit(7, "no such message", message_id=999)
+    assert await bot(GetUpdates(offset=sent + 1, timeout=0, allowed_updates=["message"])) == []
+    tg.push_edit(7, "see you at 6", message_id=first.message.message_id)
+    kinds = ["message", "edited_message"]
+    [edit] = await bot(GetUpdates(offset=sent + 1, timeout=0, allowed_updates=kinds))
+    assert edit.event_type == "edited_message" and edit.edited_message is not None
+    edited = edit.edited_message
+    assert (edited.message_id, edited.text) == (first.message.message_id, "see you at 6")
+    assert edited.edit_date is not None and edited.entities is None
+
+
 async def test_flood_control_refuses_a_burst_beyond_the_limit(tg: FakeTelegram, bot: Bot) -> None:
     tg.flood_control(chat_rate=1.0, chat_burst=3)
     for _ in range(3):

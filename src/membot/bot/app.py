@@ -104,6 +104,7 @@ class MembotApp:
         )
         access = AccessMiddleware(settings.allowed_user_ids)
         self.dispatcher.message.middleware(access)
+        self.dispatcher.edited_message.middleware(access)
         self.dispatcher.callback_query.middleware(access)
         self.dispatcher.include_routers(*build_routers())
         self._addressed = AddressedToBot()

@@ -25,7 +25,8 @@ def refusal(user: User | None) -> str:
 
 
 class AccessMiddleware(BaseMiddleware):
-    """Inner message and callback query middleware (runs once a handler matched): the allowlist.
+    """Inner message, edited message and callback query middleware (runs once a handler
+    matched): the allowlist.
 
     Being inner, it never answers group chatter that was not addressed to the bot.
     """

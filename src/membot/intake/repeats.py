@@ -32,7 +32,8 @@ async def answered(repository: ChatRepository, chat_id: int, message_id: int) ->
 
 def question_of(entry: Entry) -> tuple[int, int] | None:
     """(chat id, message id) of a message (text, a voice, a photo...): what the archive may
-    hold already."""
+    hold already. Not of an edited message: it keeps the id of the message it changes, whose
+    question is in the archive already, and would pass for answered."""
     message = json.loads(entry.data).get("message")
     if not isinstance(message, dict) or not (message.get("text") or has_media(message)):
         return None
