@@ -64,7 +64,9 @@ def build_media(
         seconds=media.pdf_timeout, memory_mb=media.pdf_memory_mb, processes=media.pdf_processes
     )
     map_large_blocks()
-    images = ImageDecoder(max_pixels=media.max_pixels, decodes=media.image_decodes)
+    images = ImageDecoder(
+        max_pixels=settings.media_max_pixels, decodes=settings.media_image_decodes
+    )
     reader = MediaReader(
         transcriber=Transcriber(client, media.transcription_model),
         catalog=catalog,

@@ -180,6 +180,12 @@ def media_error(exc: MediaError) -> ApiError:
     return ApiError(code, sentence)
 
 
+def invalid_attachment(index: int) -> ApiError:
+    """An attachment whose data is not base64 (or is empty), by its index in `attachments`."""
+    sentence = f"An attachment's data is not valid base64, or is empty (attachments[{index}])."
+    return ApiError(ErrorCode.INVALID_ATTACHMENT, sentence)
+
+
 def _media_sentence(exc: MediaError) -> str | None:
     """A closer sentence than the code's, for the errors that have one."""
     if isinstance(exc, NotThatKind):

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from membot.api.errors import ApiError, ErrorCode
+from membot.api.errors import ApiError, ErrorCode, invalid_attachment
 from membot.core.media import Upload
 from membot.core.sessions import SessionRequest
 from membot.llm.structured import load_schema, schema_object
@@ -52,17 +52,13 @@ class Attachment(BaseModel):
     )
 
     def to_upload(self, index: int = 0) -> Upload:
-        """The bytes for the turn; ApiError(INVALID_ATTACHMENT) naming ``index`` (its place
-        in `attachments`) when data is not base64."""
+        """The bytes for the turn; INVALID_ATTACHMENT naming attachments[index] if not base64."""
         try:
             data = base64.b64decode(self.data, validate=True)
         except (binascii.Error, ValueError):
             data = b""
         if not data:
-            sentence = (
-                f"An attachment's data is not valid base64, or is empty (attachments[{index}])."
-            )
-            raise ApiError(ErrorCode.INVALID_ATTACHMENT, sentence)
+            raise invalid_attachment(index)
         kind = _UPLOAD_KINDS[self.type]
         return Upload(kind, data, mime=self.mime_type, name=self.name)  # type: ignore[arg-type]
 

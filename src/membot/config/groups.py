@@ -127,5 +127,3 @@ class MediaSettings:
     pdf_timeout: float  # seconds a PDF's child process may read it
     pdf_memory_mb: int  # its address space (Linux only)
     pdf_processes: int  # PDF children at once; 0: one per CPU
-    max_pixels: int = 25_000_000  # an image decoded whole has at most this many pixels
-    image_decodes: int = 2  # images decoded at once

@@ -145,7 +145,6 @@ class Settings(EnvSettings):
     media_pdf_timeout: float = Field(default=20.0, gt=0, le=600)
     media_pdf_memory_mb: int = Field(default=1024, ge=128, le=65_536)
     media_pdf_processes: int = Field(default=0, ge=0, le=64)
-    # Images: the most pixels decoded whole (4 bytes each at most), decodes at once.
     media_max_pixels: int = Field(default=25_000_000, ge=1_000_000, le=200_000_000)
     media_image_decodes: int = Field(default=2, ge=1, le=64)
 
@@ -298,6 +297,4 @@ class Settings(EnvSettings):
             pdf_timeout=self.media_pdf_timeout,
             pdf_memory_mb=self.media_pdf_memory_mb,
             pdf_processes=self.media_pdf_processes,
-            max_pixels=self.media_max_pixels,
-            image_decodes=self.media_image_decodes,
         )
