@@ -46,14 +46,11 @@ def load_subset(*names: str, **overrides: Any) -> dict[str, Any]:
     environment and ./.env, for operator commands that need no tokens (`migrate`, `usage`).
     Raises ConfigError with one line."""
 
-    class _Base(EnvSettings):
-        model_config = Settings.model_config
-
     fields: dict[str, Any] = {}
     for name in names:
         info = _field(name)
         fields[name] = (info.annotation, info)
-    subset = create_model("SettingsSubset", __base__=_Base, **fields)
+    subset = create_model("SettingsSubset", __base__=EnvSettings, **fields)
     try:
         return dict(subset(**overrides))
     except ValidationError as exc:

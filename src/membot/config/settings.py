@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import SettingsConfigDict
 
 from membot.config.groups import (
     ApiSettings,
@@ -53,19 +52,8 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 class Settings(EnvSettings):
-    """Every knob of membot. Field names map 1:1 to environment variables (upper case)."""
-
-    model_config = SettingsConfigDict(
-        env_file=".env",
-        env_file_encoding="utf-8",
-        extra="ignore",
-        case_sensitive=False,
-        # Secrets and prompts are user text: keep them byte-exact.
-        str_strip_whitespace=False,
-        # Three fields are named apart from their variable (STORAGE, QUEUE, TOOLS), whose
-        # names are their groups' (`settings.storage`); keyword arguments take either name.
-        populate_by_name=True,
-    )
+    """Every knob of membot. Field names map 1:1 to environment variables (upper case),
+    read as EnvSettings says (sources.py)."""
 
     # Required by `membot run` (the bot); `membot api` serves the HTTP API without it.
     telegram_bot_token: BotToken = None

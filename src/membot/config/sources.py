@@ -15,6 +15,7 @@ from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
     PydanticBaseSettingsSource,
+    SettingsConfigDict,
 )
 
 # Variables (lower case, as the sources key them) whose empty value means something.
@@ -30,7 +31,20 @@ def _without_empty(values: Mapping[str, str | None]) -> dict[str, str | None]:
 
 
 class EnvSettings(BaseSettings):
-    """A settings model read from the environment and `.env` under the empty-value rule."""
+    """A settings model read from the environment and `.env` under the empty-value rule:
+    Settings, and the subsets operator commands read (`load_subset`)."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        # Secrets and prompts are user text: keep them byte-exact.
+        str_strip_whitespace=False,
+        # Three fields are named apart from their variable (STORAGE, QUEUE, TOOLS), whose
+        # names are their groups' (`settings.storage`); keyword arguments take either name.
+        populate_by_name=True,
+    )
 
     @classmethod
     def settings_customise_sources(
