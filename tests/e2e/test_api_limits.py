@@ -4,15 +4,20 @@ messages and system prompts of bounded size, each stored once."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from membot.core.consult import FINAL_NOTE
+from membot.memory.redis import RedisRepository
 from tests import api_support
 from tests.api_support import RunningApi, StartApi
 from tests.e2e.helpers import system_prompt
+from tests.e2e.test_redis_e2e import on_redis
 from tests.fakes import FakeLLM
 
 start_api = api_support.start_api
@@ -26,6 +31,32 @@ def occurrences(directory: Path, text: str) -> int:
     """How many times `text` is on disk anywhere under `directory`."""
     needle = text.encode()
     return sum(p.read_bytes().count(needle) for p in directory.rglob("*") if p.is_file())
+
+
+async def in_redis(repo: RedisRepository, text: str) -> int:
+    """How many times `text` is in Redis under the test's key prefix, whatever the key type
+    (files are kept there in base64)."""
+    needle, found = text.encode(), 0
+    client = repo.client
+    async for key in client.scan_iter(match=f"{repo.prefix}*"):
+        kind = await client.type(key)
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind == "string":
+            values = [await client.get(key)]
+        elif kind == "hash":
+            values = list((await client.hgetall(key)).values())
+        elif kind == "list":
+            values = await client.lrange(key, 0, -1)
+        elif kind == "zset":
+            values = await client.zrange(key, 0, -1)
+        else:
+            values = []
+        for value in values:
+            raw = value if isinstance(value, bytes) else str(value).encode()
+            found += raw.count(needle)
+            with contextlib.suppress(binascii.Error, ValueError):  # a file, as Redis keeps it
+                found += base64.b64decode(raw, validate=True).count(needle)
+    return found
 
 
 # -- models ------------------------------------------------------------------------------------
@@ -151,3 +182,21 @@ async def test_a_single_round_keeps_its_message_once(api: RunningApi, llm: FakeL
     answer = await api.client.chat({"message": "ONE-MARK " + "o" * 5_000, "systemPrompt": "be"})
     assert answer.status == 200
     assert occurrences(api.session_dir(answer.body["sessionId"]), "ONE-MARK") == 1
+
+
+async def test_on_redis_too_each_is_stored_once(
+    start_api: StartApi, llm: FakeLLM, redis_repo: RedisRepository
+) -> None:
+    prompt = "PROMPT-MARK " + "p" * 3_980
+    request = "REQUEST-MARK " + "r" * 5_000
+    llm.script("Which exercises?", "The plan.")
+    api = await start_api(**on_redis(redis_repo))
+    first = await api.client.chat({"message": request, "systemPrompt": prompt, "maxRounds": 2})
+    assert first.status == 200
+    last = await api.client.chat({"message": "squats", "sessionId": first.body["sessionId"]})
+    assert (last.status, last.body["isComplete"]) == (200, True)
+    assert all(system_prompt(r).startswith(prompt) for r in llm.chat_requests)
+    final = FINAL_NOTE.format(round=2, max_rounds=2, initial_request=request)
+    assert final in system_prompt(llm.chat_requests[-1])
+    assert await in_redis(redis_repo, "PROMPT-MARK") == 1
+    assert await in_redis(redis_repo, "REQUEST-MARK") == 1
