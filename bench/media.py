@@ -23,13 +23,22 @@ the messages. Ratios are voice / text, photo / text and pdf / text within the sa
 Apart, the same PDF read alone, one after another: by the child process (what a turn does)
 and by pypdf in a worker thread of this process (what a turn did before the child), the
 latency and this process's CPU of each.
+
+Apart too, the memory of image decodes, each case in a process of its own
+(bench/image_rss.py, membot's media part built as the wiring builds it): how far the
+process's peak resident memory rises while images are prepared, and what it keeps after.
+A normal photo (the 1280x960 JPEG, alone and four at once), four 5,000 x 5,000 PNGs at once
+(25 megapixels: at MEDIA_MAX_PIXELS, decoded whole, two at a time) and four 7,900 x 7,900
+PNGs at once (62 megapixels in about 200 KB: over the bound, refused from the header).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -103,6 +112,31 @@ async def _pdf_alone(data: bytes, reads: int) -> dict[str, list[float]]:
             out[how].append((time.perf_counter() - wall) * 1000)
             out[f"{how}_cpu"].append((time.process_time() - cpu) * 1000)
     await pdf.aclose()
+    return out
+
+
+IMAGE_CASES = (
+    ("photo", 1, "photo 1280x960 JPEG"),
+    ("photo", 4, "4 photos 1280x960 at once"),
+    ("png-25mpx", 4, "4 PNGs 5,000x5,000 at once"),
+    ("png-62mpx", 4, "4 PNGs 7,900x7,900 at once"),
+)
+ROOT = Path(__file__).parents[1]
+
+
+async def _image_memory() -> list[dict[str, Any]]:
+    """Each case of IMAGE_CASES measured by bench/image_rss.py in a process of its own."""
+    out = []
+    for kind, count, _ in IMAGE_CASES:
+        child = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "bench.image_rss", kind, str(count)),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        stdout, _ = await child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"bench.image_rss {kind} {count} exited with {child.returncode}")
+        out.append(json.loads(stdout))
     return out
 
 
@@ -195,6 +229,17 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         rows.append(row(BENCH, case, f"{how}: CPU of the bot's process", cpu, "ms"))
     ratio = statistics.median(alone["child"]) / statistics.median(alone["thread"])
     rows.append(row(BENCH, case, "child / thread: p50", round(ratio, 2), "x"))
+    memory = await _image_memory()
+    case = "image decode, a process of its own"
+    for (_, _, label), measured in zip(IMAGE_CASES, memory, strict=True):
+        refused = [o for o in measured["outcomes"] if "x" not in o]
+        note = f"refused: {', '.join(sorted(set(refused)))}" if refused else ""
+        peak = measured["peak_mb"]
+        target = "<= 600 MB" if label.startswith("4 PNGs") else ""
+        rows.append(
+            row(BENCH, case, f"{label}: peak RSS added", peak, "MB", target=target, note=note)
+        )
+        rows.append(row(BENCH, case, f"{label}: RSS kept after", measured["kept_mb"], "MB"))
     extra = {"rounds": rounds, "messages_per_kind": count, "chats_per_kind": CHATS}
     sizes = {f"{kind}_bytes": len(data) for kind, data in files.items()}
-    return rows, {**extra, **sizes, "runs": runs, "pdf_alone": alone}
+    return rows, {**extra, **sizes, "runs": runs, "pdf_alone": alone, "image_memory": memory}

@@ -394,7 +394,13 @@ child process of its own, `MEDIA_PDF_TIMEOUT`; its text kept as a file and index
 kind has 10 chats of its own; the kinds take turns round by round, and the ratios are those
 of the same rounds. CPU per message is the process's (core, worker threads and fakes
 together; not the PDF's child). Apart, the same PDF read alone, one after another, by the
-child and by pypdf in a worker thread (how a turn read PDFs before the child).
+child and by pypdf in a worker thread (how a turn read PDFs before the child). Apart too, the
+memory of image decodes, each case in a process of its own with membot's media part built
+as the wiring builds it (`bench/image_rss.py`): how far the peak resident memory (VmHWM)
+rises while the images are prepared, and what the process keeps after (VmRSS). A normal
+photo (the 1280x960 JPEG, alone and four at once), four 5,000 x 5,000 PNGs at once (25
+megapixels, `MEDIA_MAX_PIXELS`: decoded whole, `MEDIA_IMAGE_DECODES` = 2 at a time) and four
+7,900 x 7,900 PNGs at once (62 megapixels in about 200 KB of PNG).
 """,
     found="""
 A text message took [[zero-latency model|text: p50]]
@@ -411,6 +417,17 @@ Read alone, the PDF took [[10-page PDF read alone|child: p50]] in its child agai
 ([[10-page PDF read alone|child / thread: p50]]), and the bot's process spent
 [[10-page PDF read alone|child: CPU of the bot's process]] of CPU on it against
 [[10-page PDF read alone|thread: CPU of the bot's process]].
+
+Decoding a photo raised the process's peak memory by
+[[image decode, a process of its own|photo 1280x960 JPEG: peak RSS added]], four photos at
+once by [[image decode, a process of its own|4 photos 1280x960 at once: peak RSS added]].
+Four 25-megapixel PNGs at once raised it by
+[[image decode, a process of its own|4 PNGs 5,000x5,000 at once: peak RSS added]] (target
+[[image decode, a process of its own|4 PNGs 5,000x5,000 at once: peak RSS added|target]]),
+and the process kept
+[[image decode, a process of its own|4 PNGs 5,000x5,000 at once: RSS kept after]] after
+them; four 62-megapixel PNGs at once, refused from their headers as too large, raised it by
+[[image decode, a process of its own|4 PNGs 7,900x7,900 at once: peak RSS added]].
 """,
     reading="""
 A voice adds one more HTTP round trip (the transcription) and its ledger record; the audio is
@@ -420,7 +437,12 @@ fsync'd file, and the base64 of a few hundred KB in every request while it stays
 transcription's, these milliseconds do not change what a user waits. A PDF's child costs
 a fixed start (an interpreter and pypdf's import, about a tenth of a second) whatever the
 PDF: that is the price of a reading that can be killed, and it takes pypdf's work off the
-bot's process (and its GIL), which no longer pays the PDF's CPU.
+bot's process (and its GIL), which no longer pays the PDF's CPU. An image's memory is its
+pixels, not its file: Pillow holds up to 4 bytes a pixel, so a PNG of a few hundred KB can
+take a quarter of a gigabyte once decoded (before the bound, one 7,900 x 7,900 PNG cost about
+540 MB and four at once 2 GB, most of which the process kept). The bound is read from the
+header, so a refused image costs nothing; the decodes that run are at most two at a time,
+and their memory goes back to the system when they end.
 """,
 )
 
