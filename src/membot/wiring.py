@@ -99,7 +99,7 @@ def build_agent(
         window_size=settings.window_size,
         tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
         tool_mode=make_mode(settings.tool_mode),
-        max_tool_rounds=settings.tool_max_iterations,
+        max_tool_steps=settings.tool_max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
         search=HistorySearch(repository, settings.data_dir),
         search_budget=settings.tools.search_budget_tokens,

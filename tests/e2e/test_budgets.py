@@ -182,7 +182,7 @@ async def test_two_processes_share_one_budget_on_redis(
         assert await say(other, CHAT, "four") == EN.OVER_DAILY.format(wait="in 1 h 0 min")
 
 
-async def test_tool_rounds_and_summaries_are_charged_to_the_user_and_chat(
+async def test_tool_steps_and_summaries_are_charged_to_the_user_and_chat(
     tg: FakeTelegram, llm: FakeLLM, start_clocked: StartClocked, data_dir: Path
 ) -> None:
     # One message kept in the window: the turn's user message is summarized at once.

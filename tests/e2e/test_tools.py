@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
-from membot.core.rounds import GAVE_UP
+from membot.core.steps import GAVE_UP
 from membot.ids import ConversationId
 from membot.llm.tools import hermes
 from membot.memory.files import FileRepository
@@ -32,8 +32,8 @@ def native_call(name: str, arguments: Any, call_id: str | None = None) -> dict[s
     return call
 
 
-def tool_round(say: str | None, *calls: dict[str, Any], then: str) -> tuple[Reply, Reply]:
-    """A scripted round: the model says `say` and makes `calls`, then answers `then`."""
+def tool_step(say: str | None, *calls: dict[str, Any], then: str) -> tuple[Reply, Reply]:
+    """A scripted tool step: the model says `say` and makes `calls`, then answers `then`."""
     return Reply(content=say, tool_calls=list(calls)), Reply(content=then)
 
 
@@ -77,7 +77,7 @@ async def test_native_remember_round_trip_and_memory_commands(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             "Let me note that.",
             native_call("remember", {"fact": "Anna drinks green tea"}),
             then="Noted, Anna!",
@@ -121,7 +121,7 @@ async def test_concurrent_calls_come_back_in_call_order(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             "",
             native_call("calculate", {"expression": "6*7"}, "c-1"),
             native_call("current_datetime", {"timezone": "Nowhere/Land"}, "c-2"),
@@ -151,7 +151,7 @@ async def test_every_failure_goes_back_to_the_model_as_a_tool_result(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             None,
             native_call("weather", {"city": "Oslo"}),
             native_call("calculate", '{"expression": "1+'),
@@ -186,7 +186,7 @@ async def test_the_cap_ends_with_one_call_without_tools(
 
     llm.set_responder(stubborn)
     assert await ask(tg, "loop forever", 1) == ["Here is what I found."]
-    assert len(llm.chat_requests) == 4  # 3 tool rounds + the final answer
+    assert len(llm.chat_requests) == 4  # 3 tool steps + the final answer
     assert [r.get("tool_choice") for r in llm.chat_requests] == [None, None, None, "none"]
     roles = [m["role"] for m in stored(data_dir, CHAT)]
     assert roles == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
@@ -209,7 +209,7 @@ async def test_window_never_splits_a_tool_exchange(
     # Window 3 would cut right after the assistant's call, leaving two orphan tool results.
     await start_bot(window_size=3, **QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             "Checking.",
             native_call("calculate", {"expression": "1+1"}),
             native_call("calculate", {"expression": "2+2"}),
@@ -235,7 +235,7 @@ async def test_search_history_finds_what_the_window_lost(
     # the last 4 to 23 messages; the locker code is far before.
     await start_bot(window_size=4, summary_every=20)
     llm.script(
-        *tool_round(
+        *tool_step(
             "Searching.",
             native_call("search_history", {"query": "locker code"}),
             then="It is 4711.",
@@ -342,7 +342,7 @@ async def test_switching_tools_off_keeps_earlier_tool_use_readable(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
     first = await start_bot(**QUIET)
-    llm.script(*tool_round("", native_call("calculate", {"expression": "6*7"}), then="It is 42."))
+    llm.script(*tool_step("", native_call("calculate", {"expression": "6*7"}), then="It is 42."))
     await ask(tg, "6*7?", 1)
     await first.stop()
     await start_bot(tools="", **QUIET)
@@ -359,7 +359,7 @@ async def test_a_lost_progress_note_does_not_cost_the_answer(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             "Let me check.",
             native_call("calculate", {"expression": "6*7"}),
             then="It is 42.",
@@ -375,7 +375,7 @@ async def test_tool_turns_log_no_message_text_at_info(
 ) -> None:
     await start_bot(**QUIET)
     llm.script(
-        *tool_round(
+        *tool_step(
             "Noting the pin.",
             native_call("remember", {"fact": "bank pin is 8642"}),
             native_call("calculate", {"expression": "8642 + 1"}),

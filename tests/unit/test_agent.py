@@ -65,7 +65,7 @@ async def make_agent(model: ScriptedModel, repo: MemoryRepository) -> AsyncItera
             window_size=window_size,
             tools=ToolExecutor(registry, timeout=5) if registry else None,
             tool_mode=make_mode(mode),
-            max_tool_rounds=4,
+            max_tool_steps=4,
             tasks=TaskSupervisor(),
             consult_rounds=consult_rounds,
             max_rounds=max_rounds,
@@ -188,7 +188,7 @@ async def test_an_llm_error_stores_nothing_and_changes_no_state(
     assert result.state == consulting(2, 3)
 
 
-async def test_a_failure_after_a_tool_round_stores_none_of_the_turn(
+async def test_a_failure_after_a_tool_step_stores_none_of_the_turn(
     agent: Agent, model: ScriptedModel, repo: MemoryRepository
 ) -> None:
     model.script(
@@ -503,7 +503,7 @@ async def test_only_the_answer_that_completes_a_consultation_has_the_format(
 async def test_an_answer_given_up_on_is_still_held_to_the_format(
     agent: Agent, model: ScriptedModel, repo: MemoryRepository
 ) -> None:
-    # Tool rounds, then nothing: the fixed "could not finish" sentence is not JSON either.
+    # Tool steps, then nothing: the fixed "could not finish" sentence is not JSON either.
     model.script(tool_call("calculate", expression="6*7"), "", '{"answer": "42"}')
     result = await agent.respond(
         said("6*7?"), RecordingSink(), TurnOptions(output=OutputSpec(SCHEMA))

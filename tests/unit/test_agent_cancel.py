@@ -53,7 +53,7 @@ async def test_a_turn_cancelled_while_it_is_stored_keeps_its_facts(model: Script
         window_size=20,
         tools=ToolExecutor(builtin.subset(("remember",)), timeout=5),
         tool_mode=NativeMode(),
-        max_tool_rounds=4,
+        max_tool_steps=4,
         detect=lambda text: None,
     )
     model.script(tool_call("remember", fact="Anna is vegetarian"), "Noted.")

@@ -33,7 +33,7 @@ def make(model: ScriptedModel, repo: MemoryRepository, tools: ToolExecutor | Non
         window_size=20,
         tools=tools,
         tool_mode=NativeMode(),
-        max_tool_rounds=4,
+        max_tool_steps=4,
         detect=lambda text: None,
     )
 
@@ -93,7 +93,7 @@ async def test_a_stopped_round_counts_as_answered(
 async def test_a_stop_while_tools_run_cancels_them_and_keeps_nothing_half_done(
     model: ScriptedModel, repo: MemoryRepository
 ) -> None:
-    """Calls of the round cut short are not stored, nor what those that had ended changed
+    """Calls of the step cut short are not stored, nor what those that had ended changed
     (a fact noted, a consultation started): the turn keeps what the user saw."""
     running = asyncio.Event()
     cancelled: list[bool] = []

@@ -41,7 +41,7 @@ def make(model: ScriptedModel, repo: MemoryRepository, mode: ToolModeName = "nat
         window_size=20,
         tools=ToolExecutor(builtin, timeout=5),
         tool_mode=make_mode(mode),
-        max_tool_rounds=4,
+        max_tool_steps=4,
         tasks=TaskSupervisor(),
         detect=lambda text: None,
     )

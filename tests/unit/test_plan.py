@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from membot.core.plan import ConsultSwitch, TurnPlan
 from membot.memory import ConversationState
 
@@ -12,8 +14,7 @@ def test_a_plain_turn_stores_no_state_unless_its_start_is_unsaved() -> None:
     plan = TurnPlan(ConversationState())
     assert plan.round is None and plan.completes
     assert plan.state_after() is None
-    plan.start = ConversationState(language="ru")
-    plan.unsaved = True  # a language just detected: kept with the turn
+    plan.learn_language("ru")  # a language just detected: kept with the turn
     assert plan.state_after() == ConversationState(language="ru")
 
 
@@ -53,3 +54,22 @@ def test_the_switch_with_one_round_asks_for_the_answer_now() -> None:
     assert plan.state_after() == ConversationState(
         round=1, max_rounds=1, initial_request=REQUEST, complete=True
     )
+
+
+def test_undo_goes_back_to_the_plan_as_it_was_at_the_mark() -> None:
+    # A tool step the user stopped: the consultation its call started is not kept.
+    plan = TurnPlan(ConversationState(language="en"), offer=True)
+    before = plan.mark()
+    plan.consult(REQUEST, 3)
+    assert plan.state_after() is not None and not plan.offers_consultation
+    plan.undo(before)
+    assert plan.round is None and plan.offers_consultation and plan.completes
+    assert plan.state_after() is None
+
+
+def test_the_plan_changes_only_through_its_methods() -> None:
+    plan = TurnPlan(ConversationState())
+    for name in ("start", "round", "keep", "unsaved", "offer"):
+        with pytest.raises(AttributeError):
+            setattr(plan, name, None)
+    assert plan.start == ConversationState() and plan.keep and not plan.unsaved

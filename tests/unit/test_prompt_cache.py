@@ -73,7 +73,7 @@ async def test_heads_are_identical_and_windows_only_grow_between_summaries() -> 
     await agent.aclose()
     assert summaries >= 3
     first_calls = [r for r in model.chat_requests if r.messages[-1]["role"] == "user"]
-    assert len(first_calls) == 15  # one per turn, the tool round's second call aside
+    assert len(first_calls) == 15  # one per turn, the tool step's second call aside
     stored = [m async for m in repo.iter_messages(CHAT)]
     for n, request in enumerate(first_calls):
         upto = uptos[n]

@@ -1,6 +1,7 @@
 """One turn of conversation, independent of any front door: history -> prompt -> LLM
 (-> tools) -> store -> reply. The turn plan (core/plan.py) says what the turn starts from and
-may write; the exchange with the model is core/rounds.py's."""
+may write; the prompt is core/prompt.py's; the exchange with the model, in tool steps, is
+core/steps.py's."""
 
 from __future__ import annotations
 
@@ -14,15 +15,14 @@ from membot.core.facts import FactsDraft
 from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.media import MediaReader, Understood
 from membot.core.plan import ConsultSwitch, TurnPlan
-from membot.core.prompt import PromptBuilder, to_chat_message
-from membot.core.rounds import ToolRounds
+from membot.core.prompt import PromptBuilder
+from membot.core.steps import ToolSteps
 from membot.core.summarizer import HistoryCompressor
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
 from membot.core.turn import HearingSink, Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
-from membot.llm.cache import mark
 from membot.llm.model import CallOptions, ChatMessage, ChatModel
 from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
 from membot.media.errors import UnsupportedType
@@ -45,7 +45,7 @@ class Agent:
     summarization starts only after the answer is out, in the background. Text the model
     writes beside a tool call is sent at once as progress; it is stored with the turn. A sink
     that wants the answer as it is written (turn.StreamingSink) gets it in pieces while the
-    model writes (core/rounds.py); a turn that ends before it is stored (the sink's reader
+    model writes (core/steps.py); a turn that ends before it is stored (the sink's reader
     went away, the task was cancelled) stores nothing, so a consultation's round is not
     counted either."""
 
@@ -59,7 +59,7 @@ class Agent:
         window_size: int,
         tools: ToolExecutor | None = None,
         tool_mode: ToolMode | None = None,
-        max_tool_rounds: int = 10,
+        max_tool_steps: int = 10,
         search: HistorySearch | None = None,
         search_budget: int = DEFAULT_BUDGET_TOKENS,
         tasks: TaskSupervisor | None = None,
@@ -87,13 +87,13 @@ class Agent:
             offered: ([s] if (s := self.mode.system_section(reg)) else [])
             for offered, reg in ((True, self.registry), (False, self.registry_no_consult))
         }
-        self.rounds = ToolRounds(
+        self.steps = ToolSteps(
             model=model,
             mode=self.mode,
             tools=tools,
             registry=self.registry,
             registry_no_consult=self.registry_no_consult,
-            max_tool_rounds=max_tool_rounds,
+            max_tool_steps=max_tool_steps,
         )
         self.search = search
         self.search_budget = search_budget
@@ -143,31 +143,25 @@ class Agent:
             images = await self.media.window_images(
                 self.repository, cid, history, model=model, taken=len(seen.images)
             )
-        window = self.prompts.window(history, group=incoming.group, images=images)
-        if window:  # a cache breakpoint after the window (llm/cache.py): it only grows
-            window[-1] = mark(window[-1])
 
-        def system() -> ChatMessage:
-            # ... and after the head, which stays the same from one summary to the next.
-            return mark(
-                self.prompts.build_system(
-                    summary=ctx.summary,
-                    has_history=bool(window),
-                    group=incoming.group,
-                    facts=ctx.facts,
-                    extra_system=[
-                        *self._sections[plan.offers_consultation],
-                        *([plan.round.system_note()] if plan.round else []),
-                    ],
-                    # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
-                    system_prompt=opts.system_prompt or plan.start.persona,
-                )
+        def prompt() -> list[ChatMessage]:  # for the plan as it stands
+            return self.prompts.build(
+                summary=ctx.summary,
+                history=history,
+                new=user,
+                group=incoming.group,
+                facts=ctx.facts,
+                extra_system=[
+                    *self._sections[plan.offers_consultation],
+                    *([plan.round.system_note()] if plan.round else []),
+                ],
+                # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
+                system_prompt=opts.system_prompt or plan.start.persona,
+                images=images,
+                new_images=seen.images,
+                documents=seen.documents,
             )
 
-        new = to_chat_message(
-            user, group=incoming.group, images=seen.images, documents=seen.documents
-        )
-        messages = [system(), *window, new]
         facts = FactsDraft(self.repository, cid, MAX_FACTS)
         tool_ctx = TurnContext(
             conversation=cid,
@@ -181,7 +175,7 @@ class Agent:
             ),
             facts=facts,
         )
-        produced, response = await self.rounds.run(messages, sink, tool_ctx, plan, system, opts)
+        produced, response = await self.steps.run(prompt, sink, tool_ctx, plan, opts)
         if plan.round is not None and plan.round is not opening:
             log.info(
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds
@@ -237,8 +231,7 @@ class Agent:
         if plan.start.language is None and plan.keep and seen.text != incoming.text:
             language = await detect_in_thread(self.detect, incoming.conversation, seen.text)
             if language is not None:
-                plan.start = replace(plan.start, language=language)
-                plan.unsaved = True
+                plan.learn_language(language)
         return seen
 
     async def _plan(self, incoming: Incoming, meta: ChatMeta, opts: TurnOptions) -> TurnPlan:
@@ -246,14 +239,20 @@ class Agent:
         # A new API session's own settings: what its first turn starts from and keeps.
         given = opts.state if meta.messages_total == 0 else None
         start = given or meta.state
+        next_round = None
+        if opts.start is None:  # else a new consultation starts below (TurnPlan.consult)
+            request = await initial_request_of(self.repository, incoming.conversation, start)
+            next_round = RoundPlan.next_for(start, finish=opts.finish, request=request)
         plan = TurnPlan(
             start,
+            round=next_round,
             # Read while the storage is down (memory/resilient.py), meta.state is a stand-in,
             # not the conversation's: the turn is answered but writes no state built on it.
             # A state the front door gave (a new API session's, an explicit /consult) is the
             # conversation's own, and kept.
             keep=not meta.degraded or opts.start is not None or given is not None,
             unsaved=given is not None,
+            offer=opts.consult_tool and self.registry.get(CONSULTATION_TOOL) is not None,
         )
         # The conversation's language, once per conversation: detected from the first user
         # message long enough to tell, then kept with the turn and never detected again.
@@ -261,16 +260,11 @@ class Agent:
         if start.language is None and not opts.finish and not meta.degraded:
             language = await detect_in_thread(self.detect, incoming.conversation, incoming.text)
             if language is not None:
-                plan.start = replace(start, language=language)
-                plan.unsaved = True
+                plan.learn_language(language)
         if opts.start is not None:
             # A new API session's request is the first line of its archive: referred to from
             # the state, not copied into every round's.
             plan.consult(incoming.text, opts.start, seq=1 if given is not None else 0)
-        else:
-            request = await initial_request_of(self.repository, incoming.conversation, start)
-            plan.round = RoundPlan.next_for(start, finish=opts.finish, request=request)
-        plan.offer = opts.consult_tool and self.registry.get(CONSULTATION_TOOL) is not None
         return plan
 
     async def reset(self, cid: ConversationId) -> None:

@@ -10,13 +10,22 @@ a turn that fails leaves the conversation as it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from membot.core.consult import RoundPlan, clamp_rounds
 from membot.memory.state import ConversationState
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class PlanMark:
+    """What a plan changes in a turn, as it stood at one moment: `TurnPlan.undo` goes back
+    to it."""
+
+    start: ConversationState
+    round: RoundPlan | None
+    unsaved: bool
+
+
 class TurnPlan:
     """`start` is the state the turn starts from: the stored one, or the settings a new API
     session was given, with the conversation's language once it is known. `round` is the
@@ -25,23 +34,72 @@ class TurnPlan:
     is a stand-in, not the conversation's), unless a front door set the state itself.
     `unsaved`: `start` differs from what is stored (a language just detected, a new session's
     settings), so it is stored with the turn even in plain chat. `offer`: the model is offered
-    `start_consultation` while the turn is in plain chat."""
+    `start_consultation` while the turn is in plain chat.
 
-    start: ConversationState
-    round: RoundPlan | None = None
-    keep: bool = True
-    unsaved: bool = False
-    offer: bool = False
+    The fields are read-only; the plan changes only as a turn may change it: it learns the
+    conversation's language (`learn_language`), switches into a consultation (`consult`), or
+    goes back to a `mark` (`undo`: a tool step the user stopped changes nothing)."""
+
+    __slots__ = ("_keep", "_now", "_offer")
+
+    def __init__(
+        self,
+        start: ConversationState,
+        *,
+        round: RoundPlan | None = None,
+        keep: bool = True,
+        unsaved: bool = False,
+        offer: bool = False,
+    ) -> None:
+        self._now = PlanMark(start, round, unsaved)
+        self._keep = keep
+        self._offer = offer
+
+    @property
+    def start(self) -> ConversationState:
+        return self._now.start
+
+    @property
+    def round(self) -> RoundPlan | None:
+        return self._now.round
+
+    @property
+    def keep(self) -> bool:
+        return self._keep
+
+    @property
+    def unsaved(self) -> bool:
+        return self._now.unsaved
+
+    @property
+    def offer(self) -> bool:
+        return self._offer
+
+    def learn_language(self, language: str) -> None:
+        """The conversation's language, just detected: the turn starts from it, and the
+        state is stored with the turn."""
+        self._now = replace(
+            self._now, start=replace(self._now.start, language=language), unsaved=True
+        )
 
     def consult(self, request: str, rounds: int, *, seq: int = 0) -> RoundPlan:
         """Start a consultation of `rounds` on `request`: this turn answers its round 1.
         `seq`: the archive position the request will have (its user message), when known."""
-        self.round = RoundPlan.start(request, rounds, seq=seq)
-        return self.round
+        round_ = RoundPlan.start(request, rounds, seq=seq)
+        self._now = replace(self._now, round=round_)
+        return round_
+
+    def mark(self) -> PlanMark:
+        """The plan as it stands, for `undo`."""
+        return self._now
+
+    def undo(self, mark: PlanMark) -> None:
+        """Back to the plan as it stood at `mark`: what changed since is forgotten."""
+        self._now = mark
 
     @property
     def offers_consultation(self) -> bool:
-        return self.offer and self.round is None
+        return self._offer and self.round is None
 
     @property
     def completes(self) -> bool:
@@ -50,7 +108,7 @@ class TurnPlan:
 
     def state_after(self) -> ConversationState | None:
         """The state stored with the turn; None: the stored one stays as it is."""
-        if not self.keep:
+        if not self._keep:
             return None
         if self.round is not None:
             return self.round.state_after(self.start)

@@ -1,4 +1,6 @@
-"""Turns a chat's memory and a new message into the messages the model sees."""
+"""Turns a chat's memory and a new message into the messages the model sees: the one place
+the prompt is put together (`PromptBuilder.build`), in a layout a provider's prefix cache can
+serve."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from membot.llm.cache import mark
 from membot.llm.model import ChatMessage
 from membot.memory.models import Message
 
@@ -48,16 +51,28 @@ class PromptBuilder:
         group: bool = False,
         facts: Sequence[str] = (),
         extra_system: Sequence[str] = (),
+        system_prompt: str | None = None,
+        images: Mapping[int, Sequence[dict[str, Any]]] | None = None,
+        new_images: Sequence[dict[str, Any]] = (),
+        documents: Sequence[str] = (),
     ) -> list[ChatMessage]:
-        window = self.window(history, group=group)
+        """The prompt: the system message (`build_system`), the window (`window`, `images`
+        shown with its messages) and the new message (`new_images` and the `documents`' text
+        beside it). A cache breakpoint (llm/cache.py) ends the head, which stays the same
+        from one summary to the next, and the window, which only grows until then."""
+        window = self.window(history, group=group, images=images)
+        if window:
+            window[-1] = mark(window[-1])
         system = self.build_system(
             summary=summary,
             has_history=bool(window),
             group=group,
             facts=facts,
             extra_system=extra_system,
+            system_prompt=system_prompt,
         )
-        return [system, *window, to_chat_message(new, group=group)]
+        message = to_chat_message(new, group=group, images=new_images, documents=documents)
+        return [mark(system), *window, message]
 
     def build_system(
         self,

@@ -4,7 +4,7 @@ A front door that shows an answer as it is written registers it here under (chat
 id) for the time it is written, and hands the turn the `asyncio.Event` it gets back (the
 sink's `stop`, core/turn.py `StoppableSink`). Pressing Stop sets that event: the model's
 stream is closed at once and what it wrote so far becomes the answer, stored marked as
-stopped and then sent, as any answer (core/rounds.py).
+stopped and then sent, as any answer (core/steps.py).
 
 The registry is this process's: the stop reaches the turn through the intake's control path
 (intake/runner.py), in every process that runs turns; only the one running that answer finds

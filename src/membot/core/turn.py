@@ -93,8 +93,8 @@ class StreamingSink(ReplySink, Protocol):
 
     async def delta(self, text: str) -> None:
         """More of what the model is writing, as it writes it: the answer, and in a tool
-        round the text beside the call (a tool call itself is never shown; `progress` then
-        marks what was streamed as that round's note). An answer held to an output format
+        step the text beside the call (a tool call itself is never shown; `progress` then
+        marks what was streamed as that step's note). An answer held to an output format
         is checked first and does not stream. Raising here ends the turn and stores nothing:
         that is how a sink whose reader has gone away says so."""
         ...

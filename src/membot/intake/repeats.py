@@ -18,7 +18,7 @@ DEDUP_WINDOW = 100
 async def answered(repository: ChatRepository, chat_id: int, message_id: int) -> bool:
     """Whether the question with this Telegram message id is in its chat's archive. Message ids
     grow within a chat, so the look-back widens until it reaches an older question (a turn
-    with tool rounds is many lines) or the start of the archive."""
+    with tool steps is many lines) or the start of the archive."""
     limit = DEDUP_WINDOW
     while True:
         stored = await repository.tail(ConversationId.telegram(chat_id), limit)

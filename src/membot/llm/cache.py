@@ -2,9 +2,9 @@
 
 OpenRouter caches prompt prefixes by itself for most providers (OpenAI, DeepSeek, ...), but
 Anthropic's and Google's models cache only up to explicit `cache_control` breakpoints, put on
-a content part. The agent marks where the prompt's stable parts end (the head, the window) with
-`mark`; `for_wire` turns the marks into breakpoints for those models and drops them for the
-others, so a marked prompt is valid everywhere.
+a content part. The prompt builder (core/prompt.py) marks where the prompt's stable parts end
+(the head, the window) with `mark`; `for_wire` turns the marks into breakpoints for those
+models and drops them for the others, so a marked prompt is valid everywhere.
 """
 
 from __future__ import annotations

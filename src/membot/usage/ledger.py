@@ -1,6 +1,6 @@
 """What each model call cost, and whom it is charged to.
 
-Every call the model makes (chat turns, tool rounds, consultations, summaries, repairs) goes
+Every call the model makes (chat turns, tool steps, consultations, summaries, repairs) goes
 through `MeteredModel`, which records its tokens and the cost the provider reported. The call
 is charged to the user and the conversation of the turn that made it: the front door sets
 them with `charged_to()` for the turn, and background work the turn starts (its summary)

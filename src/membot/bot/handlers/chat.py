@@ -62,7 +62,7 @@ class DraftSink(TelegramSink):
     the agent streams the model for it, `delta` feeds the drafts (never raises, never waits
     on Telegram). Text beside a tool call streams into the draft too; `progress` then sends
     it as its own message, as without drafts (the message replaces the draft that showed
-    it, so it is seen once) and the draft starts again empty for the next round's text.
+    it, so it is seen once) and the draft starts again empty for the next step's text.
     The answer is stored before `answer` is called; the drafts end, then it is sent.
     `stop` is set when the user presses Stop on the draft (core/stops.py): the answer is
     then what was written so far (core/turn.py StoppableSink)."""

@@ -109,7 +109,7 @@ class ToolExecutor:
         registry: ToolRegistry | None = None,
     ) -> list[ToolResult]:
         """Run all calls at once; results come back in the order of the calls. `registry`
-        narrows what may be called in this round (a subset of the executor's)."""
+        narrows what may be called in this step (a subset of the executor's)."""
         offered = registry if registry is not None else self.registry
         return list(await asyncio.gather(*(self.run_one(call, ctx, offered) for call in calls)))
 

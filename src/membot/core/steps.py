@@ -1,14 +1,16 @@
-"""The model's side of a turn: tool rounds, then the answer, in the format asked for.
+"""The model's side of a turn: tool steps, then the answer, in the format asked for.
 
 The agent (core/agent.py) owns the turn: what it starts from, what is stored and when. This is
-the exchange with the model within it: each round the model either calls tools (their text
-shown at once as progress, their results fed back) or answers; past the cap it must answer.
+the exchange with the model within it, in steps: at each step the model either calls tools
+(their text shown at once as progress, their results fed back) or answers; past the cap it
+must answer. (A step is not a consultation's round: a round is a whole turn, core/consult.py.)
 
 A sink whose reader can stop the answer (turn.StoppableSink, Telegram's Stop button) ends
-the rounds as soon as it is stopped: the model's stream is closed (the HTTP request with
+the steps as soon as it is stopped: the model's stream is closed (the HTTP request with
 it), or the tools running are cancelled, and what the model had written of the answer so
-far is the answer, marked as stopped. A round cut short leaves nothing half-done: its text
-beside the calls (already sent as progress) is kept as a message of its own, its calls not.
+far is the answer, marked as stopped. A step cut short leaves nothing half-done: its text
+beside the calls (already sent as progress) is kept as a message of its own, its calls not,
+nor what those that ended changed.
 """
 
 from __future__ import annotations
@@ -37,17 +39,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The model spent every tool round and then still said nothing: say so rather than nothing.
+# The model spent every tool step and then still said nothing: say so rather than nothing.
 GAVE_UP = "Sorry, I could not finish this one. Could you rephrase or narrow the question?"
 
-# The system message for the plan as it stands: it changes when the model starts a
-# consultation within the turn.
-SystemFor = Callable[[], ChatMessage]
+# The prompt for the plan as it stands (PromptBuilder.build): it changes when the model
+# starts a consultation within the turn.
+PromptFor = Callable[[], list[ChatMessage]]
 
 
-class ToolRounds:
+class ToolSteps:
     """Talks to the model for one turn. `registry` is every tool the turn may offer;
-    `registry_no_consult` the same without `start_consultation` (offered in plain chat only)."""
+    `registry_no_consult` the same without `start_consultation` (offered in plain chat only).
+    `max_tool_steps` caps the steps with tools; one more step must answer."""
 
     def __init__(
         self,
@@ -57,36 +60,38 @@ class ToolRounds:
         tools: ToolExecutor | None,
         registry: ToolRegistry,
         registry_no_consult: ToolRegistry,
-        max_tool_rounds: int,
+        max_tool_steps: int,
     ) -> None:
         self.model = model
         self.mode = mode
         self.tools = tools
         self.registry = registry
         self.registry_no_consult = registry_no_consult
-        self.max_tool_rounds = max_tool_rounds
+        self.max_tool_steps = max_tool_steps
 
     async def run(
         self,
-        messages: list[ChatMessage],
+        prompt: PromptFor,
         sink: ReplySink,
         tool_ctx: TurnContext,
         plan: TurnPlan,
-        system: SystemFor,
         opts: TurnOptions,
     ) -> tuple[list[Message], LLMResponse]:
-        """Tool rounds, then the answer. Returns what to store after the user message (the
+        """Tool steps, then the answer. Returns what to store after the user message (the
         last item is the answer) and the last response."""
         produced: list[Message] = []
         stop = sink.stop if isinstance(sink, StoppableSink) else None
-        prompted = plan.round  # the round the system message in `messages` was made for
-        for round_no in range(self.max_tool_rounds + 1):
-            # The last round is "answer now": past the cap tools are refused, never looped on.
-            final = round_no == self.max_tool_rounds
+        prompted = plan.round  # the consultation round `head` was made for
+        head = prompt()
+        exchanged: list[ChatMessage] = []  # the tool steps so far, as the model sees them
+        for step_no in range(self.max_tool_steps + 1):
+            # The last step is "answer now": past the cap tools are refused, never looped on.
+            final = step_no == self.max_tool_steps
             if plan.round is not prompted:
                 # The model switched into a consultation: from now on the prompt is round 1's.
                 prompted = plan.round
-                messages = [system(), *messages[1:]]
+                head = prompt()
+            messages = [*head, *exchanged]
             registry = self.registry if plan.offers_consultation else self.registry_no_consult
             output = opts.output if plan.completes else None
             call = _with_output(opts.call, output)
@@ -122,12 +127,12 @@ class ToolRounds:
                 results = await self.tools.run(calls, tool_ctx, registry)
             else:
                 facts = tool_ctx.facts.mark() if tool_ctx.facts is not None else 0
-                before = plan.round
+                before = plan.mark()
                 ran = await until_stopped(self.tools.run(calls, tool_ctx, registry), stop)
                 if ran is None:  # stopped: the calls are not kept without their results,
                     if tool_ctx.facts is not None:  # nor what those that ended changed
                         tool_ctx.facts.undo(facts)
-                    plan.round = before
+                    plan.undo(before)
                     if text:
                         produced.append(Message(role="assistant", content=text))
                     return self._stopped(produced, "", request)
@@ -149,8 +154,8 @@ class ToolRounds:
                 ),
             ]
             produced.extend(step)
-            messages = [*messages, *(to_chat_message(m) for m in step)]
-        raise AssertionError("unreachable: the final round always returns")
+            exchanged.extend(to_chat_message(m) for m in step)
+        raise AssertionError("unreachable: the final step always returns")
 
     def _stopped(
         self, produced: list[Message], text: str, request: ModelRequest
