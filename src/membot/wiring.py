@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock, utc_now
-from membot.config import Settings
+from membot.config import LlmSettings, Settings
 from membot.core.agent import Agent
 from membot.core.lease import summary_lease
 from membot.core.media import MediaReader
@@ -53,21 +53,21 @@ QUEUE_CONNECT_TIMEOUT = 1.0
 QUEUE_SOCKET_TIMEOUT = 4.0
 
 
-def shutdown_grace(settings: Settings) -> float:
+def shutdown_grace(llm: LlmSettings) -> float:
     """How long shutdown waits for answers in progress. Telegram already counts those updates
     as delivered (and an HTTP client is waiting), so one cut short is a message never
     answered: wait long enough for a turn waiting on the model to get its answer and send it."""
-    attempts = 1 + (LLM_RETRIES if settings.enable_retry else 0)
-    return attempts * settings.llm_timeout + 10.0
+    attempts = 1 + (LLM_RETRIES if llm.enable_retry else 0)
+    return attempts * llm.timeout + 10.0
 
 
-def build_model(settings: Settings) -> ChatModel:
+def build_model(llm: LlmSettings) -> ChatModel:
     return OpenAIChatModel(
-        api_key=settings.openrouter_api_key.get_secret_value(),
-        base_url=settings.openrouter_base_url,
-        model=settings.default_model,
-        timeout=settings.llm_timeout,
-        retries=LLM_RETRIES if settings.enable_retry else 0,
+        api_key=llm.api_key.get_secret_value(),
+        base_url=llm.base_url,
+        model=llm.default_model,
+        timeout=llm.timeout,
+        retries=LLM_RETRIES if llm.enable_retry else 0,
     )
 
 
@@ -81,32 +81,33 @@ def build_agent(
     health: RedisHealth | None = None,
     media: MediaReader | None = None,
 ) -> Agent:
-    registry = builtin.subset(settings.enabled_tools)
+    tools, conversation = settings.tools, settings.conversation
+    registry = builtin.subset(tools.enabled)
     return Agent(
         model=model,
         repository=repository,
-        prompts=PromptBuilder(settings.system_prompt),
+        prompts=PromptBuilder(conversation.system_prompt),
         summarizer=Summarizer(
             model,
             repository,
-            every=settings.summary_every,
-            window=settings.window_size,  # kept out of the summary (core/window.py)
-            language=settings.summary_language,
+            every=conversation.summary_every,
+            window=conversation.window_size,  # kept out of the summary (core/window.py)
+            language=conversation.summary_language,
             lease=summary_lease(
                 redis, settings.redis.prefix, llm_timeout=settings.llm.timeout, health=health
             ),
         ),
-        window_size=settings.window_size,
-        tools=ToolExecutor(registry, timeout=settings.tool_timeout) if registry else None,
-        tool_mode=make_mode(settings.tool_mode),
-        max_tool_steps=settings.tool_max_iterations,
+        window_size=conversation.window_size,
+        tools=ToolExecutor(registry, timeout=tools.timeout) if registry else None,
+        tool_mode=make_mode(tools.mode),
+        max_tool_steps=tools.max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
-        search=HistorySearch(repository, settings.data_dir),
-        search_budget=settings.tools.search_budget_tokens,
+        search=HistorySearch(repository, settings.storage.data_dir),
+        search_budget=tools.search_budget_tokens,
         tasks=tasks,
-        consult_rounds=settings.consult_rounds,
-        max_rounds=settings.max_rounds,
-        models=settings.model_choices,
+        consult_rounds=conversation.consult_rounds,
+        max_rounds=conversation.max_rounds,
+        models=settings.llm.model_choices,
         media=media,
     )
 
@@ -126,7 +127,7 @@ def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
     from membot.memory.health import RedisHealth  # imported late: only where used
     from membot.memory.redis_client import create_client
 
-    url = settings.redis_url.get_secret_value()
+    url = settings.redis.url.get_secret_value()
     if settings.queue.backend == "redis":
         client = create_client(
             url, connect_timeout=QUEUE_CONNECT_TIMEOUT, socket_timeout=QUEUE_SOCKET_TIMEOUT
@@ -143,8 +144,9 @@ def build_repository(
 ) -> ChatRepository:
     """The backend STORAGE names: for STORAGE=redis on the process's client, and with a
     health object behind it and a spool under DATA_DIR (memory/resilient.py)."""
-    if settings.storage.backend != "redis":
-        return FileRepository(settings.data_dir)
+    storage, shared = settings.storage, settings.redis
+    if storage.backend != "redis":
+        return FileRepository(storage.data_dir)
     if redis is None:
         raise ValueError("STORAGE=redis: the repository needs the client (build_redis)")
     from membot.memory.redis import RedisRepository  # imported late: only where used
@@ -152,13 +154,13 @@ def build_repository(
 
     repository = RedisRepository(
         redis,
-        prefix=settings.redis_prefix,
-        max_messages=settings.redis_max_messages,
-        ttl=settings.conversation_ttl,
+        prefix=shared.prefix,
+        max_messages=shared.max_messages,
+        ttl=shared.conversation_ttl,
     )
     if health is None:
         return repository
-    return ResilientRepository(repository, health, settings.data_dir / SPOOL_NAME)
+    return ResilientRepository(repository, health, storage.data_dir / SPOOL_NAME)
 
 
 @dataclass
@@ -184,7 +186,7 @@ class Core:
         """Check the storage once before serving: front doors await this at start-up. Nothing
         connects before (build_core never does); a backend without a check has nothing to do.
         A DATA_DIR other local users can read is said once, here: every role has one."""
-        warning = await asyncio.to_thread(exposed, self.settings.data_dir)
+        warning = await asyncio.to_thread(exposed, self.settings.storage.data_dir)
         if warning is not None:
             log.warning("%s", warning)
         if isinstance(self.repository, CheckedAtStart):
@@ -199,7 +201,7 @@ class Core:
     async def aclose(self, hurry: asyncio.Event | None = None) -> None:
         """Let turns in flight finish, then stop background work and release clients; once
         `hurry` is set (a second signal), nothing more is waited for."""
-        await self.service.wait_idle(shutdown_grace(self.settings), hurry)
+        await self.service.wait_idle(shutdown_grace(self.settings.llm), hurry)
         await self.tasks.close(hurry=hurry)
         if self.media is not None:
             await self.media.aclose()
@@ -224,10 +226,10 @@ def build_core(
     redis, health = build_redis(settings) if settings.storage.backend == "redis" else (None, None)
     repository = repository or build_repository(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
-    ledger, quota = build_usage(settings.limits, settings.data_dir, shared, clock, health)
+    ledger, quota = build_usage(settings.limits, settings.storage.data_dir, shared, clock, health)
     media = build_media(settings, ledger, clock)
     # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
-    model = MeteredModel(model or build_model(settings), ledger, clock, prices=media.catalog)
+    model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()
     agent = build_agent(
         settings, model, repository, tasks, redis=redis, health=health, media=media.reader
@@ -235,8 +237,8 @@ def build_core(
     service = ConversationService(
         agent,
         repository,
-        consult_rounds=settings.consult_rounds,
-        max_rounds=settings.max_rounds,
+        consult_rounds=settings.conversation.consult_rounds,
+        max_rounds=settings.conversation.max_rounds,
         turn_locks=_turn_locks(settings, redis, health),
         quota=quota,
     )
@@ -256,9 +258,8 @@ def _turn_locks(
     # The lease outlasts a model call that is retried: a killed process blocks its
     # conversations for at most this long. With QUEUE=redis another worker takes a dead one's
     # updates after CLAIM_IDLE, and the lock must not hold it up longer than that.
-    timeout = settings.claim_idle if settings.queue.backend == "redis" else 30.0
+    queue, prefix = settings.queue, settings.redis.prefix
+    timeout = queue.claim_idle if queue.backend == "redis" else 30.0
     if health is None:
-        return RedisTurnLocks(redis, settings.redis_prefix, timeout=timeout)
-    return RedisTurnLocks(
-        redis, settings.redis_prefix, timeout=timeout, health=health, budget=health.budget
-    )
+        return RedisTurnLocks(redis, prefix, timeout=timeout)
+    return RedisTurnLocks(redis, prefix, timeout=timeout, health=health, budget=health.budget)

@@ -57,22 +57,21 @@ def build_media(
     from membot.media.provider import provider_client
     from membot.media.transcribe import Transcriber
 
-    client = provider_client(settings.llm, retries=LLM_RETRIES if settings.enable_retry else 0)
+    llm = settings.llm
+    client = provider_client(llm, retries=LLM_RETRIES if llm.enable_retry else 0)
     catalog = ModelCatalog(client)
     media = settings.media
     pdf = PdfProcesses(
         seconds=media.pdf_timeout, memory_mb=media.pdf_memory_mb, processes=media.pdf_processes
     )
     map_large_blocks()
-    images = ImageDecoder(
-        max_pixels=settings.media_max_pixels, decodes=settings.media_image_decodes
-    )
+    images = ImageDecoder(max_pixels=media.max_pixels, decodes=media.image_decodes)
     reader = MediaReader(
         transcriber=Transcriber(client, media.transcription_model),
         catalog=catalog,
         ledger=ledger,
-        default_model=settings.default_model,
-        models=settings.model_choices,
+        default_model=llm.default_model,
+        models=llm.model_choices,
         max_audio_seconds=media.max_audio_seconds,
         max_images_in_prompt=media.max_images_in_prompt,
         document_prompt_chars=media.document_prompt_chars,

@@ -52,6 +52,7 @@ GROUP_HEADINGS = {
     "tools": "Tools",
     "conversation": "Conversation",
     "media": "Media",
+    "logging": "Logging",
 }
 
 
@@ -105,6 +106,17 @@ def test_the_settings_are_documented_in_their_groups() -> None:
         if f"| `{name}` |" not in _section(page, GROUP_HEADINGS[group])
     }
     assert not misplaced, f"not under their group's heading in docs/operating.md: {misplaced}"
+
+
+def test_every_setting_is_in_exactly_one_group() -> None:
+    # A module handed its group finds every setting of its concern there, and only there.
+    groups = _groups()
+    seen: dict[str, list[str]] = {}
+    for group, names in groups.items():
+        for name in names:
+            seen.setdefault(name, []).append(group)
+    assert set(env_names()) - set(seen) == set(), "a setting in no group"
+    assert {name: found for name, found in seen.items() if len(found) > 1} == {}
 
 
 @pytest.mark.parametrize("command", sorted(name for name, _ in EN.COMMANDS))

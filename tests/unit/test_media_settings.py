@@ -19,6 +19,8 @@ def test_defaults_in_the_media_group() -> None:
         pdf_timeout=20.0,
         pdf_memory_mb=1024,
         pdf_processes=0,
+        max_pixels=25_000_000,
+        image_decodes=2,
     )
 
 
@@ -30,8 +32,12 @@ def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDIA_PDF_TIMEOUT", "2.5")
     monkeypatch.setenv("MEDIA_PDF_MEMORY_MB", "256")
     monkeypatch.setenv("MEDIA_PDF_PROCESSES", "2")
+    monkeypatch.setenv("MEDIA_MAX_PIXELS", "2000000")
+    monkeypatch.setenv("MEDIA_IMAGE_DECODES", "3")
     media = load_settings(_env_file=None, **BASE).media
-    assert media == MediaSettings("openai/gpt-4o-mini-transcribe", 120, 0, 5000, 2.5, 256, 2)
+    assert media == MediaSettings(
+        "openai/gpt-4o-mini-transcribe", 120, 0, 5000, 2.5, 256, 2, 2_000_000, 3
+    )
 
 
 @pytest.mark.parametrize(

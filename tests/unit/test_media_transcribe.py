@@ -30,6 +30,7 @@ def llm_settings(base_url: str) -> LlmSettings:
         api_key=SecretStr(KEY),
         base_url=base_url,
         default_model="test/model",
+        models=(),
         model_choices=("test/model",),
         timeout=5.0,
         enable_retry=False,

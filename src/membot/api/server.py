@@ -90,7 +90,7 @@ class ApiServer:
 
     async def start(self) -> None:
         # A request in progress when the server closes gets as long as a turn may take.
-        grace = shutdown_grace(self.settings)
+        grace = shutdown_grace(self.settings.llm)
         # A client that disconnects cancels its request at once (aiohttp's handler
         # cancellation): the turn is cancelled with it, which closes the model's stream and
         # stores nothing (core/agent.py), however long until the next byte would be written.

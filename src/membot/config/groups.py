@@ -47,7 +47,8 @@ class LlmSettings:
     api_key: SecretStr
     base_url: str
     default_model: str
-    model_choices: tuple[str, ...]
+    models: tuple[str, ...]  # MODELS as set; empty: any model may be asked for
+    model_choices: tuple[str, ...]  # what /model offers: MODELS with the default
     timeout: float
     enable_retry: bool
     web_search: bool
@@ -127,3 +128,10 @@ class MediaSettings:
     pdf_timeout: float  # seconds a PDF's child process may read it
     pdf_memory_mb: int  # its address space (Linux only)
     pdf_processes: int  # PDF children at once; 0: one per CPU
+    max_pixels: int  # the most pixels an image is decoded with
+    image_decodes: int  # images decoded at once
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
+    level: str

@@ -15,6 +15,7 @@ from membot.config.groups import (
     ConversationSettings,
     LimitSettings,
     LlmSettings,
+    LoggingSettings,
     MediaSettings,
     QueueSettings,
     RedisSettings,
@@ -206,6 +207,7 @@ class Settings(EnvSettings):
             api_key=self.openrouter_api_key,
             base_url=self.openrouter_base_url,
             default_model=self.default_model,
+            models=self.models,
             model_choices=self.model_choices,
             timeout=self.llm_timeout,
             enable_retry=self.enable_retry,
@@ -285,4 +287,10 @@ class Settings(EnvSettings):
             pdf_timeout=self.media_pdf_timeout,
             pdf_memory_mb=self.media_pdf_memory_mb,
             pdf_processes=self.media_pdf_processes,
+            max_pixels=self.media_max_pixels,
+            image_decodes=self.media_image_decodes,
         )
+
+    @property
+    def logging(self) -> LoggingSettings:
+        return LoggingSettings(level=self.log_level)

@@ -37,7 +37,7 @@ async def serve_api(settings: Settings, before_serving: Callable[[], object] | N
             await stopping.requested.wait()
             log.info("membot api stopping")
             await server.stop_accepting()
-            await core.service.wait_idle(shutdown_grace(settings), stopping.hurried)
+            await core.service.wait_idle(shutdown_grace(settings.llm), stopping.hurried)
         finally:
             # Hurried: the requests still in progress are cut short; their clients may send
             # them again (a round cut short stored nothing, or was stored whole).

@@ -104,7 +104,7 @@ class Process:
         """Receiving stops first; the API takes no new requests either. Updates and requests
         already being answered finish, then the summaries; everything is released."""
         p = self.parts
-        grace = shutdown_grace(self.settings)
+        grace = shutdown_grace(self.settings.llm)
         hurry = self.stopping.hurried
         try:
             if p.source is not None:
