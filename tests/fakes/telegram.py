@@ -769,6 +769,7 @@ class _Fault:
     remaining: int
     chat_id: int | None
     retry_after: int | None
+    passes: int = 0  # matching calls let through before the fault starts
 
 
 # --------------------------------------------------------------------------------------------
@@ -879,8 +880,10 @@ class FakeTelegram(LocalServer):
         *,
         chat_id: int | None = None,
         retry_after: int | None = None,
+        after: int = 0,
     ) -> None:
-        """Make the next ``times`` calls of ``method`` (optionally only for ``chat_id``) fail.
+        """Make the next ``times`` calls of ``method`` (optionally only for ``chat_id``) fail,
+        once ``after`` such calls have succeeded (the second part of a long answer, say).
 
         For 429 the response carries ``parameters.retry_after`` (aiogram raises
         TelegramRetryAfter only then); it defaults to the number in "retry after N" or 1.
@@ -889,7 +892,7 @@ class FakeTelegram(LocalServer):
             match = re.search(r"retry after (\d+)", description)
             retry_after = int(match.group(1)) if match else 1
         self._faults.append(
-            _Fault(method.lower(), status, description, times, chat_id, retry_after)
+            _Fault(method.lower(), status, description, times, chat_id, retry_after, after)
         )
 
     def flood_control(
@@ -1460,6 +1463,9 @@ class FakeTelegram(LocalServer):
                 str(fault.chat_id),
             ):
                 continue
+            if fault.passes > 0:
+                fault.passes -= 1
+                return None
             fault.remaining -= 1
             if fault.remaining <= 0:
                 self._faults.remove(fault)

@@ -18,6 +18,7 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import (
     TelegramBadRequest,
     TelegramConflictError,
+    TelegramForbiddenError,
     TelegramNotFound,
     TelegramRetryAfter,
     TelegramUnauthorizedError,
@@ -251,6 +252,18 @@ async def test_fault_injection(tg: FakeTelegram, bot: Bot) -> None:
         await bot.send_message(7, "x", reply_parameters=ReplyParameters(message_id=999))
     assert [m.text for m in tg.messages_to(7)] == ["x", "bold"]
     assert [e[0] for e in tg.errors] == ["sendMessage"] * 3
+
+
+async def test_a_fault_after_some_calls(tg: FakeTelegram, bot: Bot) -> None:
+    """`after`: the fault lets that many matching calls through first (a long answer's
+    second part fails, its first went)."""
+    tg.fail_next("sendMessage", 403, "Forbidden: bot was blocked by the user", chat_id=7, after=1)
+    await bot.send_message(8, "other chat")
+    await bot.send_message(7, "part 1")
+    with pytest.raises(TelegramForbiddenError):
+        await bot.send_message(7, "part 2")
+    await bot.send_message(7, "part 2")
+    assert [m.text for m in tg.messages_to(7)] == ["part 1", "part 2"]
 
 
 async def test_drafts_in_private_chats_only(tg: FakeTelegram, bot: Bot) -> None:

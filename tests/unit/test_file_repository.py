@@ -31,6 +31,21 @@ def user(text: str) -> Message:
     return Message(role="user", content=text, user_id=1, name="Ann", tg_message_id=10)
 
 
+async def test_messages_txt_is_one_line_per_message_for_splitlines(tmp_path: Path) -> None:
+    """Every character str.splitlines() ends a line at is escaped in messages.txt (and
+    summaries.log): a reader of the file as lines sees one line per message, and the text
+    reads back unchanged."""
+    text = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei\r\nj"
+    repo = FileRepository(tmp_path)
+    await repo.append(tg(42), [user(text), Message(role="assistant", content=text)])
+    await summarize(repo, tg(42), text, 1, 2)
+    lines = (tmp_path / "42" / "messages.txt").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["content"] for line in lines] == [text, text]
+    [logged] = (tmp_path / "42" / "summaries.log").read_text(encoding="utf-8").splitlines()
+    assert json.loads(logged)["text"] == text
+    assert [m.content for m in await repo.tail(tg(42), 5)] == [text, text]
+
+
 async def test_layout_on_disk(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     await repo.append(tg(42), [user("hello"), Message(role="assistant", content="hi!")])

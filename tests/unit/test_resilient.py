@@ -32,6 +32,7 @@ from membot.memory import ConversationState, MemoryRepository, Message
 from membot.memory.attachment import new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.changes import Change
+from membot.memory.delivery import Delivery, DeliveryMark
 from membot.memory.health import RedisHealth
 from membot.memory.models import ChatContext, ChatMeta
 from membot.memory.resilient import ResilientRepository
@@ -142,6 +143,20 @@ class Switchable:
     async def reset(self, cid: ConversationId) -> None:
         self._gate()
         await self.store.reset(cid)
+
+    async def undelivered(self, namespace: str) -> list[ConversationId]:
+        self._gate()
+        return await self.store.undelivered(namespace)
+
+    async def delivery_mark(self, cid: ConversationId) -> DeliveryMark | None:
+        self._gate()
+        return await self.store.delivery_mark(cid)
+
+    async def mark_delivered(
+        self, cid: ConversationId, upto: int, parts: int | None = None, sending: bool = False
+    ) -> None:
+        self._gate()
+        await self.store.mark_delivered(cid, upto, parts, sending)
 
     async def close(self) -> None:
         await self.store.close()
@@ -591,3 +606,23 @@ async def test_files_are_not_spooled_a_turn_bringing_one_fails_whole_and_text_go
     answered = await agent.respond(Incoming(CID, "hi there"), RecordingSink())
     assert answered.reply == "hello"
     assert [c.op for c in repo.spool.pending] == ["append"]
+
+
+async def test_an_answer_sent_while_redis_is_down_is_marked_delivered_once_it_is_back(
+    repo: ResilientRepository, inner: Switchable
+) -> None:
+    """The turn and its delivery go through the spool, in that order: once written, the
+    answer is not left marked to be sent again (its seq was provisional: the spooled mark
+    names the conversation's last answer)."""
+    await repo.append(CID, turn("before"))
+    inner.down = True
+    answer = Message(role="assistant", content="re: now", delivery=Delivery())
+    stored = await repo.append(CID, [Message(role="user", content="now"), answer])
+    await repo.mark_delivered(CID, stored[-1].seq)
+    with pytest.raises(StorageUnavailable):  # start-up would try again, not take "none"
+        await repo.undelivered("tg")
+    inner.down = False
+    assert await repo.health.recover()
+    assert texts(await inner.store.tail(CID, 4)) == ["before", "re: before", "now", "re: now"]
+    assert await inner.store.delivery_mark(CID) is None
+    assert await repo.undelivered("tg") == []

@@ -28,6 +28,7 @@ from membot.memory import (
 )
 from membot.memory import files as files_module
 from membot.memory.attachment import Attachment, InvalidFileKey, new_file_key
+from membot.memory.delivery import Delivery, DeliveryMark
 from membot.memory.health import RedisHealth
 from membot.memory.redis import RedisRepository
 from membot.memory.redis_client import create_client
@@ -694,3 +695,87 @@ async def test_a_turn_that_could_not_be_written_changes_no_state(
         meta = await reader.get_meta(cid)
         assert (meta.state, meta.messages_total) == (CONSULTING, 2)
         assert [m.content for m in await reader.tail(cid, 10)] == ["plan my trip", "how long?"]
+
+
+# -- delivery marks: answers stored before they are sent -------------------------------------
+
+
+def answer(text: str, **kw: object) -> Message:
+    return Message(role="assistant", content=text, delivery=Delivery(**kw))  # type: ignore[arg-type]
+
+
+async def test_an_answer_to_send_is_marked_until_delivered(repository: ChatRepository) -> None:
+    """The append that stores an answer with its delivery leaves the conversation a mark,
+    listed at start-up; progress of its parts is kept; delivered, the mark is gone."""
+    cid = tg(41)
+    how = {"reply_to": 7, "thread": 3, "quote": "heard\u2028this", "suffix": "\n\n(stopped)"}
+    await repository.append(cid, [user("q1"), answer("a1", **how)])
+    assert await repository.undelivered("tg") == [cid]
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=0)
+    [stored] = [m async for m in repository.iter_messages(cid, 1)]
+    assert stored.delivery == Delivery(**how)  # type: ignore[arg-type]
+    # Its first message's request is out: from then on it counts as sent.
+    await repository.mark_delivered(cid, 2, 0, sending=True)
+    mark = await repository.delivery_mark(cid)
+    assert mark == DeliveryMark(after=0, seq=2, parts=0, sending=True)
+    assert (mark.sent(2), mark.sent(4)) == (1, 0)
+    # Refused (a flood-wait): not sent after all.
+    await repository.mark_delivered(cid, 2, 0)
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=0, seq=2, parts=0)
+    await repository.mark_delivered(cid, 2, 1, sending=True)
+    assert await repository.delivery_mark(cid) == DeliveryMark(
+        after=0, seq=2, parts=1, sending=True
+    )
+    await repository.mark_delivered(cid, 2)
+    assert await repository.delivery_mark(cid) is None
+    assert await repository.undelivered("tg") == []
+
+
+async def test_the_mark_keeps_the_oldest_answer_unsent(repository: ChatRepository) -> None:
+    """Two answers unsent: the mark stays at the first until it is delivered, then moves
+    to the second; a later append does not move it."""
+    cid = tg(42)
+    await repository.append(cid, [user("q1"), answer("a1")])
+    await repository.append(cid, [user("q2"), answer("a2")])
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=0)
+    await repository.mark_delivered(cid, 2)
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=2)
+    assert await repository.undelivered("tg") == [cid]
+    await repository.mark_delivered(cid, 4)
+    assert await repository.delivery_mark(cid) is None
+    # A new answer after everything was delivered: marked from where the archive ends.
+    await repository.append(cid, [user("q3"), answer("a3")])
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=4)
+
+
+async def test_turns_without_an_answer_to_send_leave_no_mark(repository: ChatRepository) -> None:
+    await repository.append(tg(43), [user("q"), bot("a")])
+    await repository.append(SESSION, [user("q"), bot("a")])
+    assert await repository.undelivered("tg") == []
+    assert await repository.undelivered("api") == []
+    assert await repository.delivery_mark(tg(43)) is None
+    await repository.mark_delivered(tg(43), 2)  # nothing to clear: nothing happens
+    await repository.mark_delivered(tg(44), 2, 3, sending=True)
+    assert await repository.delivery_mark(tg(43)) is None
+    assert await repository.delivery_mark(tg(44)) is None
+    assert await repository.undelivered("tg") == []
+
+
+async def test_marks_are_per_conversation_and_go_with_a_reset(repository: ChatRepository) -> None:
+    await repository.append(ONE, [user("q"), answer("a")])
+    await repository.append(GROUP, [user("q"), answer("a", reply_to=1)])
+    assert await repository.undelivered("tg") == sorted([ONE, GROUP])
+    await repository.mark_delivered(ONE, 2)
+    assert await repository.undelivered("tg") == [GROUP]
+    await repository.reset(GROUP)
+    assert await repository.undelivered("tg") == []
+    assert await repository.delivery_mark(GROUP) is None
+
+
+LINE_BREAKS = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg\x1dh\x1ei\r\nj"
+
+
+async def test_line_breaks_of_every_kind_round_trip(repository: ChatRepository) -> None:
+    await repository.append(tg(45), [user(LINE_BREAKS), bot(LINE_BREAKS)])
+    assert [m.content for m in await repository.tail(tg(45), 2)] == [LINE_BREAKS] * 2
+    assert [m.content async for m in repository.iter_messages(tg(45))] == [LINE_BREAKS] * 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,7 +161,7 @@ async def send_markdown(
     A part Telegram rejects with entities is re-sent as plain text; a flood-wait is waited
     out (bounded) and retried.
     """
-    await _send_parts(bot, chat_id, render(markdown, quote=quote), reply_to, thread_id)
+    await send_parts(bot, chat_id, render(markdown, quote=quote), reply_to, thread_id)
 
 
 async def send_plain(
@@ -172,13 +173,24 @@ async def send_plain(
     thread_id: int | None = None,
 ) -> None:
     """Send text exactly as written (no Markdown), split like an answer when it is long."""
-    await _send_parts(bot, chat_id, split_message(text, [], TELEGRAM_LIMIT), reply_to, thread_id)
+    await send_parts(bot, chat_id, split_message(text, [], TELEGRAM_LIMIT), reply_to, thread_id)
 
 
-async def _send_parts(
-    bot: Bot, chat_id: int, parts: list[Part], reply_to: int | None, thread_id: int | None
+async def send_parts(
+    bot: Bot,
+    chat_id: int,
+    parts: list[Part],
+    reply_to: int | None,
+    thread_id: int | None,
+    *,
+    skip: int = 0,
+    accepted: Callable[[int], Awaitable[None]] | None = None,
 ) -> None:
+    """Send `parts` in order, but the first `skip` (sent already); `accepted(n)` after each
+    one Telegram took, n counting from the first."""
     for index, part in enumerate(parts):
+        if index < skip:
+            continue
         # Only the first part replies to the user's message (it threads the answer in groups).
         reply = (
             ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
@@ -186,6 +198,8 @@ async def _send_parts(
             else None
         )
         await _send_part(bot, chat_id, part, reply, thread_id)
+        if accepted is not None:
+            await accepted(index + 1)
 
 
 async def _send_part(

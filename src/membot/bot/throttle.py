@@ -11,11 +11,18 @@ drafts' own business (bot/drafts.py), never sent again."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from aiogram import methods
 from aiogram.client.session.middlewares.base import BaseRequestMiddleware, NextRequestMiddlewareType
-from aiogram.exceptions import TelegramRetryAfter
+from aiogram.exceptions import (
+    TelegramBadRequest,
+    TelegramForbiddenError,
+    TelegramNotFound,
+    TelegramRetryAfter,
+)
 from aiogram.methods.base import TelegramType
 
 from membot.errors import Busy
@@ -44,6 +51,16 @@ PACED: tuple[type[Any], ...] = (
     methods.CopyMessage,
     methods.ForwardMessage,
 )
+
+
+# Told, when set (bot/outbox.py sets it while an answer is sent), that a message's request
+# goes out now (True), or came back refused, so that Telegram does not have it (False): a
+# process killed in between may have sent it, and must not send it again.
+ON_WIRE: ContextVar[Callable[[bool], Awaitable[None]] | None] = ContextVar(
+    "membot_on_wire", default=None
+)
+# Answers that say the message was not sent (a 4xx); a 5xx or a lost connection says nothing.
+REFUSED = (TelegramRetryAfter, TelegramBadRequest, TelegramForbiddenError, TelegramNotFound)
 
 
 class DraftSkipped(Busy):
@@ -75,11 +92,18 @@ class Throttle(BaseRequestMiddleware):
         chat_id = paced_chat(method)
         if chat_id is None:
             return await make_request(bot, method)
+        wire = ON_WIRE.get()
         while True:
             await self.limits.acquire(chat_id)
+            if wire is not None:
+                await wire(True)
             try:
                 return await make_request(bot, method)
-            except TelegramRetryAfter as exc:
+            except REFUSED as exc:
+                if wire is not None:
+                    await wire(False)
+                if not isinstance(exc, TelegramRetryAfter):
+                    raise
                 log.warning(
                     "Telegram flood control for chat %s: pausing it %ss, then sending again",
                     chat_id,

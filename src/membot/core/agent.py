@@ -20,7 +20,14 @@ from membot.core.steps import ToolSteps
 from membot.core.summarizer import HistoryCompressor
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
-from membot.core.turn import HearingSink, Incoming, ReplySink, TurnOptions, TurnResult
+from membot.core.turn import (
+    DeliveringSink,
+    HearingSink,
+    Incoming,
+    ReplySink,
+    TurnOptions,
+    TurnResult,
+)
 from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
 from membot.llm.model import CallOptions, ChatMessage, ChatModel
@@ -181,12 +188,8 @@ class Agent:
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds
             )
         after = plan.state_after()
-        # Kept whole once begun: a turn cancelled now (its API client gone) must not leave its
-        # messages saying "Remembered" without the fact, nor files without their turn.
-        files = [*seen.files, *opts.files]
-        stored = await to_the_end(self._keep(cid, files, [user, *produced], after, facts))
         stopped = produced[-1].stopped
-        if stopped:  # a consultation's round is answered all the same (stored above)
+        if stopped:  # a consultation's round is answered all the same (stored below)
             log.info("%s: answer stopped by the user, kept as written so far", cid)
         result = TurnResult(
             reply=produced[-1].content,
@@ -196,6 +199,13 @@ class Agent:
             heard=seen.heard,
             stopped=stopped,
         )
+        if isinstance(sink, DeliveringSink):  # sent again by the next process if need be
+            produced[-1] = replace(produced[-1], delivery=sink.delivery(result))
+        # Kept whole once begun: a turn cancelled now (its API client gone) must not leave its
+        # messages saying "Remembered" without the fact, nor files without their turn.
+        files = [*seen.files, *opts.files]
+        stored = await to_the_end(self._keep(cid, files, [user, *produced], after, facts))
+        result = replace(result, first_seq=stored[0].seq, seq=stored[-1].seq)
         await sink.answer(result)
         if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):
             self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))

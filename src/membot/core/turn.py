@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from membot.core.consult import RoundPlan
 from membot.core.media import Upload
 from membot.ids import ConversationId
+from membot.memory.delivery import Delivery
 from membot.memory.state import ConversationState
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class TurnResult:
     # The user stopped the answer while it was written: `reply` is what was written until
     # then (maybe nothing), stored marked as stopped.
     stopped: bool = False
+    # Where the turn is in the archive: its first message's seq and its answer's (0 until
+    # stored). Provisional while the storage is down (memory/resilient.py).
+    first_seq: int = 0
+    seq: int = 0
 
     @property
     def complete(self) -> bool:
@@ -83,6 +88,18 @@ class ReplySink(Protocol):
 
     async def answer(self, result: TurnResult) -> None:
         """The turn's answer; it is stored when this is called."""
+        ...
+
+
+@runtime_checkable
+class DeliveringSink(ReplySink, Protocol):
+    """A sink whose answer must reach its reader even if the process dies between storing
+    it and sending it (a Telegram chat; an HTTP response is not sent again): what `delivery`
+    says is stored with the answer, and the next process sends an answer not marked
+    delivered (memory/delivery.py). `answer` marks it once it is sent."""
+
+    def delivery(self, result: TurnResult) -> Delivery:
+        """How this answer is sent, besides its text (`result` is not stored yet)."""
         ...
 
 

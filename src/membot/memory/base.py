@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from membot.errors import Unavailable
 from membot.ids import ConversationId
+from membot.memory.delivery import DeliveryMark
 from membot.memory.models import ChatContext, ChatMeta, Message
 from membot.memory.state import ConversationState
 
@@ -68,7 +69,8 @@ class ChatRepository(Protocol):
 
         `state`, when given, becomes the conversation's state in the same step: either the
         turn and its state are both kept, or neither. When this returns, both survive a
-        crash of the process.
+        crash of the process. A message with a `delivery` (an answer still to be sent) also
+        leaves the conversation a delivery mark, in the same step, unless it has one.
         """
         ...
 
@@ -80,6 +82,24 @@ class ChatRepository(Protocol):
         Streams, never loads the archive; finding `after_seq` must not read everything before it.
         A generator, so a reader that stops early can `aclose()` it and release the file.
         """
+        ...
+
+    async def undelivered(self, namespace: str) -> list[ConversationId]:
+        """The namespace's conversations that have a delivery mark: stored answers that may
+        not have been sent. Cheap with many conversations: never reads an archive."""
+        ...
+
+    async def delivery_mark(self, cid: ConversationId) -> DeliveryMark | None:
+        """The conversation's delivery mark; None when every stored answer was delivered."""
+        ...
+
+    async def mark_delivered(
+        self, cid: ConversationId, upto: int, parts: int | None = None, sending: bool = False
+    ) -> None:
+        """`parts` None: the answer at seq `upto` was delivered (or given up), and every one
+        before it; the mark is cleared when nothing was stored after it. Else progress: its
+        first `parts` messages were, and (`sending`) the next one's request is out, so a
+        resend starts after it. Nothing happens without a mark."""
         ...
 
     async def get_summary(self, cid: ConversationId) -> str:
@@ -133,7 +153,7 @@ class ChatRepository(Protocol):
 
     async def reset(self, cid: ConversationId) -> None:
         """Forget everything about the conversation: messages, summary, meta, state, facts,
-        files."""
+        files, its delivery mark."""
         ...
 
     async def close(self) -> None:

@@ -19,7 +19,7 @@ from membot.memory.base import ChatRepository
 from membot.memory.models import Message
 from membot.memory.state import ConversationState
 
-OPS = frozenset({"append", "set_state", "add_fact", "remove_facts", "reset"})
+OPS = frozenset({"append", "set_state", "add_fact", "remove_facts", "reset", "delivered"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,5 +114,8 @@ async def replay(repo: ChatRepository, change: Change) -> None:
         await repo.add_fact(cid, args["fact"], args["limit"])
     elif change.op == "remove_facts":
         await repo.remove_facts(cid, args["facts"])
+    elif change.op == "delivered":  # the answer sent last, whatever seq Redis gave it
+        last = await repo.tail(cid, 1)
+        await repo.mark_delivered(cid, last[-1].seq if last else 0)
     else:
         await repo.reset(cid)

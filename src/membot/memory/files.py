@@ -7,6 +7,7 @@ DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the othe
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, generation, state (replaced atomically)
     facts.json      facts the user asked to keep (replaced atomically)
+    undelivered.json  there while a stored answer may not have been sent (delivery_files.py)
     files/<key>     the conversation's files: images, documents' text (memory/attachment.py
                     names them; each written atomically and synced before the turn that
                     refers to it is appended)
@@ -38,6 +39,7 @@ from membot.memory.archive import (
     tail_of,
 )
 from membot.memory.attachment import check_file_key
+from membot.memory.delivery_files import FileDeliveries, mark_pending
 from membot.memory.durable import (
     append_lines,
     fdatasync,
@@ -70,7 +72,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class FileRepository:
+class FileRepository(FileDeliveries):
     """ChatRepository over plain files. Single-process: locks are per conversation."""
 
     def __init__(self, data_dir: Path | str) -> None:
@@ -218,6 +220,8 @@ class FileRepository:
             last, torn, size = tail_of(fd, 1, path)
             seq = last[0].seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
+            if any(m.delivery is not None for m in stored):
+                mark_pending(directory, seq)  # before the answer is there to be missed
             payload = "".join(m.to_json() + "\n" for m in stored).encode()
             if torn:
                 # A crash tore the last line: end it so our first line starts clean.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.memory.attachment import check_file_key
+from membot.memory.delivery import DeliveryMark, progress
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary, new_generation
 from membot.memory.state import ConversationState
 
@@ -23,6 +24,7 @@ class _Conversation:
     summaries: list[Summary] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    mark: DeliveryMark | None = None
 
 
 class MemoryRepository:
@@ -78,6 +80,8 @@ class MemoryRepository:
             conv.meta.state = state
             conv.meta.state_seq = stored[-1].seq
         conv.messages.extend(stored)
+        if conv.mark is None and any(m.delivery is not None for m in stored):
+            conv.mark = DeliveryMark(after=seq)
         conv.meta.messages_total = stored[-1].seq
         conv.meta.updated_at = utc_now()
         return stored
@@ -146,6 +150,20 @@ class MemoryRepository:
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
         return sorted(cid for cid in self._data if cid.namespace == namespace)
+
+    async def undelivered(self, namespace: str) -> list[ConversationId]:
+        return sorted(cid for cid, c in self._data.items() if cid.namespace == namespace and c.mark)
+
+    async def delivery_mark(self, cid: ConversationId) -> DeliveryMark | None:
+        conv = self._get(cid)
+        return conv.mark if conv else None
+
+    async def mark_delivered(
+        self, cid: ConversationId, upto: int, parts: int | None = None, sending: bool = False
+    ) -> None:
+        conv = self._get(cid)
+        if conv is not None:
+            conv.mark = progress(conv.mark, upto, parts, sending, conv.meta.messages_total)
 
     async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
         self._get_or_create(cid).files[check_file_key(key)] = bytes(data)

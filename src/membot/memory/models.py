@@ -12,10 +12,22 @@ from membot.clock import utc_now
 from membot.errors import MembotError
 from membot.ids import ConversationId
 from membot.memory.attachment import Attachment
+from membot.memory.delivery import Delivery
 from membot.memory.state import ConversationState, opt_int
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
+
+
+# Characters that str.splitlines() (and so many a reader of a JSON Lines file) ends a line at,
+# which json.dumps(ensure_ascii=False) leaves raw: escaped, so one record stays one line.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+
+
+def json_line(data: Any) -> str:
+    """`data` as one line of JSON Lines: UTF-8 kept readable, every line break escaped."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return text.translate(_LINE_BREAKS)
 
 
 def iso(ts: datetime) -> str:
@@ -60,6 +72,9 @@ class Message:
     # An answer the user stopped (Telegram's Stop button) while it was written: the content
     # is what was written until then. Kept only when true; a line without it was not stopped.
     stopped: bool = False
+    # How a Telegram answer is sent (memory/delivery.py): on the turn's answer, so one that
+    # was stored but not sent when the process died is sent by the next one.
+    delivery: Delivery | None = None
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
@@ -76,7 +91,9 @@ class Message:
             data["stopped"] = True
         if self.state is not None:
             data["state"] = self.state.to_dict()
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        if self.delivery is not None:
+            data["delivery"] = self.delivery.to_dict()
+        return json_line(data)
 
     @classmethod
     def from_json(cls, line: str | bytes) -> Message:
@@ -98,6 +115,7 @@ class Message:
                 state=ConversationState.from_dict(data["state"]) if "state" in data else None,
                 attachments=tuple(Attachment.from_dict(a) for a in data.get("attachments") or ()),
                 stopped=data.get("stopped") is True,
+                delivery=Delivery.from_dict(data["delivery"]) if "delivery" in data else None,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
@@ -207,7 +225,7 @@ class Summary:
             "covers_to": self.covers_to,
             "text": self.text,
         }
-        return json.dumps(data, ensure_ascii=False)
+        return json_line(data)
 
 
 @dataclass(frozen=True, slots=True)

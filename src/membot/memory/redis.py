@@ -12,6 +12,7 @@ Keys, all under REDIS_PREFIX (default `membot:`) and named from `str(cid)` alone
     {prefix}conv:{ns}:{key}:files      HASH  file key -> the file's bytes as base64 (images,
                                        documents' text; the client decodes replies as text)
     {prefix}conversations:{ns}         SET   the keys of the namespace's conversations
+    {prefix}undelivered:{ns}           HASH  key -> delivery mark JSON (memory/delivery.py)
 
 Every write is one Lua script (memory/redis_layout.py), so it is atomic for all clients of
 the server: sequence numbers come from Redis (INCRBY), never from a process, and nothing
@@ -39,6 +40,7 @@ from membot.memory.attachment import check_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso, new_generation
 from membot.memory.redis_client import call
+from membot.memory.redis_delivery import RedisDeliveries
 from membot.memory.redis_layout import (
     ADD_FACT,
     APPEND,
@@ -62,7 +64,7 @@ log = logging.getLogger(__name__)
 PAGE = 500  # messages per read of iter_messages, conversations per prune batch
 
 
-class RedisRepository:
+class RedisRepository(RedisDeliveries):
     """ChatRepository in Redis. Safe for any number of processes sharing one server."""
 
     def __init__(
@@ -91,6 +93,7 @@ class RedisRepository:
             facts=base + "facts",
             namespace_index=self.index_key(cid.namespace),
             files=base + "files",
+            undelivered=f"{self.prefix}undelivered:{cid.namespace}",
         )
 
     def _base(self, namespace: str, key: str) -> str:
@@ -217,6 +220,7 @@ class RedisRepository:
             token,
             self.max_messages,
             state_json,
+            "1" if any(m.delivery is not None for m in messages) else "",
             *(line[len(SEQ_HEAD) :] for line in heads),
         )
         return [replace(m, seq=int(first) + i) for i, m in enumerate(messages)]
@@ -267,6 +271,7 @@ class RedisRepository:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.delete(*k.conversation)
             pipe.srem(k.namespace_index, cid.key)
+            pipe.hdel(k.undelivered, cid.key)
             await call(pipe.execute())
 
     async def check(self) -> bool:

@@ -26,6 +26,7 @@ class Keys(NamedTuple):
     facts: str
     namespace_index: str
     files: str
+    undelivered: str  # the namespace's delivery marks (memory/redis_delivery.py)
 
     @property
     def conversation(self) -> list[str]:
@@ -121,20 +122,25 @@ touch()
 return 1
 """
 
-# ARGV[5] the turn's token, [6] REDIS_MAX_MESSAGES, [7] state JSON or '', [8..] each message's
-# JSON without its head (`SEQ_HEAD`). The token makes a resent call (redis-py retries a call
-# whose reply was lost) return the turn already stored instead of storing it twice; under the
-# turn lock the previous append of a conversation is always the one being resent.
+# ARGV[5] the turn's token, [6] REDIS_MAX_MESSAGES, [7] state JSON or '', [8] '1' when the
+# turn holds an answer to send (it leaves a delivery mark in KEYS[9] unless there is one),
+# [9..] each message's JSON without its head (`SEQ_HEAD`). The token makes a resent call
+# (redis-py retries a call whose reply was lost) return the turn already stored instead of
+# storing it twice; under the turn lock the previous append of a conversation is always the
+# one being resent.
 APPEND = """
 if redis.call('HGET', KEYS[2], 'turn') == ARGV[5] then
   return tonumber(redis.call('HGET', KEYS[2], 'turn_seq'))
 end
-local n = #ARGV - 7
+local n = #ARGV - 8
 local last = redis.call('INCRBY', KEYS[3], n)
 local first = last - n + 1
 for i = 1, n do
   local seq = string.format('%d', first + i - 1)
-  redis.call('ZADD', KEYS[1], seq, '{"seq":' .. seq .. ',' .. ARGV[7 + i])
+  redis.call('ZADD', KEYS[1], seq, '{"seq":' .. seq .. ',' .. ARGV[8 + i])
+end
+if ARGV[8] ~= '' then
+  redis.call('HSETNX', KEYS[9], ARGV[4], '{"after":' .. string.format('%d', first - 1) .. '}')
 end
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -tonumber(ARGV[6]) - 1)
 redis.call('HSET', KEYS[2], 'updated_at', ARGV[1], 'turn', ARGV[5], 'turn_seq', first)

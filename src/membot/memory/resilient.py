@@ -46,6 +46,7 @@ from membot.memory.changes import Change, replay, write_turn
 from membot.memory.health import FAILURES, TRANSIENT, RedisHealth
 from membot.memory.models import ChatContext, ChatMeta, Message, new_generation
 from membot.memory.redis import new_turn_token
+from membot.memory.resilient_delivery import ResilientDeliveries
 from membot.memory.spool import Spool
 from membot.memory.state import ConversationState
 
@@ -55,7 +56,7 @@ _T = TypeVar("_T")
 SPOOL_NAME = "redis-spool.jsonl"
 
 
-class ResilientRepository:
+class ResilientRepository(ResilientDeliveries):
     """A ChatRepository that answers while its server is down (see the module's docstring)."""
 
     def __init__(self, inner: ChatRepository, health: RedisHealth, spool_path: Path) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 
+from membot.bot.outbox import Outbox, Redelivery
 from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.roles.factory import Parts, build_parts
@@ -29,6 +30,12 @@ class Process:
         self.source = self.parts.source
         self.runner = self.parts.runner
         self.stopping = Stopping()
+        # Where answers are sent (not `receive`): those stored and never sent go out at start.
+        self.redelivery = (
+            Redelivery(Outbox(self.app.bot, self.core.repository), self.core.service)
+            if self.runner is not None
+            else None
+        )
         self._intake_open = True
 
     async def run(self, *, handle_signals: bool = True) -> None:
@@ -79,6 +86,8 @@ class Process:
             if p.api is not None:
                 await p.api.start()  # a port already taken fails the start-up cleanly
             await p.core.serving()  # which models see images: once the checks have passed
+            if self.redelivery is not None:
+                self.redelivery.start()
         except BaseException:
             if running and p.runner is not None:  # replayed turns in flight: left pending
                 await p.runner.stop(0.0, self.stopping.hurried)
@@ -107,6 +116,8 @@ class Process:
         grace = shutdown_grace(self.settings.llm)
         hurry = self.stopping.hurried
         try:
+            if self.redelivery is not None:
+                await self.redelivery.stop()  # what it had not sent is sent at the next start
             if p.source is not None:
                 await p.source.stop()
             if p.api is not None:
@@ -124,6 +135,8 @@ class Process:
     async def _release(self) -> None:
         p = self.parts
         try:
+            if self.redelivery is not None:
+                await self.redelivery.stop()
             if p.source is not None:
                 await p.source.stop()
             await self._close_intake()  # the stream's client is the core's, closed with it

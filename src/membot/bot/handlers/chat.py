@@ -14,11 +14,14 @@ from aiogram.utils.chat_action import ChatActionSender
 from membot.bot import texts
 from membot.bot.drafts import Drafts
 from membot.bot.filters import AddressedToBot, Inline, strip_mention
+from membot.bot.outbox import Outbox
 from membot.bot.render import send_markdown, topic_of
 from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
+from membot.memory.base import ChatRepository
+from membot.memory.delivery import Delivery
 from membot.memory.state import ConversationState
 from membot.usage import OverLimit
 
@@ -30,20 +33,34 @@ HEARD_CHARS = 300
 
 class TelegramSink:
     """The agent's ReplySink for one Telegram message: Markdown in, rendered parts out. The
-    answer of a consultation round carries where the dialog stands ("Round 2 of 3")."""
+    answer of a consultation round carries where the dialog stands ("Round 2 of 3"). The
+    answer is stored with how it is sent (`delivery`) and sent by the outbox, which marks it
+    delivered (bot/outbox.py): one the process did not live to send is sent by the next."""
 
-    def __init__(self, bot: Bot, message: Message) -> None:
+    def __init__(self, bot: Bot, message: Message, repository: ChatRepository) -> None:
         self.bot = bot
         self.message = message
+        self.outbox = Outbox(bot, repository)
 
     async def progress(self, text: str) -> None:
         await self._send(text)
 
+    def delivery(self, result: TurnResult) -> Delivery:
+        group = self.message.chat.type != "private"
+        return Delivery(
+            reply_to=self.message.message_id if group else None,
+            thread=topic_of(self.message),
+            # What the bot heard in a voice message comes first: the user sees it was heard.
+            quote=shorten(result.heard, HEARD_CHARS) if result.heard else "",
+            suffix=stopped_label(result) + round_label(result),
+        )
+
     async def answer(self, result: TurnResult) -> None:
-        # What the bot heard in a voice message comes first, so the user sees it was heard.
-        heard = shorten(result.heard, HEARD_CHARS) if result.heard else ""
-        text = result.reply + stopped_label(result) + round_label(result)
-        await self._send(text, quote=heard)
+        cid = ConversationId.telegram(self.message.chat.id)
+        delivery = self.delivery(result)  # as stored with it
+        await self.outbox.deliver(
+            cid, result.reply, delivery, first_seq=result.first_seq, seq=result.seq
+        )
 
     async def _send(self, text: str, quote: str = "") -> None:
         group = self.message.chat.type != "private"
@@ -67,8 +84,15 @@ class DraftSink(TelegramSink):
     `stop` is set when the user presses Stop on the draft (core/stops.py): the answer is
     then what was written so far (core/turn.py StoppableSink)."""
 
-    def __init__(self, bot: Bot, message: Message, drafts: Drafts, stop: asyncio.Event) -> None:
-        super().__init__(bot, message)
+    def __init__(
+        self,
+        bot: Bot,
+        message: Message,
+        repository: ChatRepository,
+        drafts: Drafts,
+        stop: asyncio.Event,
+    ) -> None:
+        super().__init__(bot, message, repository)
         self.drafts = drafts
         self._stop = stop
 
@@ -149,11 +173,12 @@ async def run_turn(
             async with Drafts(bot, message.chat.id) as drafts:
                 # Stop on the draft reaches the turn through the runner (intake/runner.py).
                 with service.stops.register(message.chat.id, drafts.draft_id) as stop:
-                    return await turn(DraftSink(bot, message, drafts, stop))
+                    sink = DraftSink(bot, message, service.repository, drafts, stop)
+                    return await turn(sink)
         async with ChatActionSender.typing(
             bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
         ):
-            return await turn(TelegramSink(bot, message))
+            return await turn(TelegramSink(bot, message, service.repository))
     except LLMError as exc:
         log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
         words = await texts_for(service, message)
