@@ -138,7 +138,7 @@ def _main(argv: list[str] | None) -> int:
     if command in ("worker", "receive") and settings.queue.backend != "redis":
         print(f"membot: QUEUE is invalid: `membot {command}` needs QUEUE=redis", file=sys.stderr)
         return 2
-    setup_logging(settings.log_level)
+    setup_logging(settings.logging.level)
     if command == "api":
         return _serve_api(settings)
     return _run_bot(settings, cast("ProcessRole", command))
@@ -213,7 +213,7 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
     except TelegramNetworkError as exc:
         # Only at start-up: once polling runs, the source retries network errors with backoff.
         print(
-            f"membot: cannot reach the Telegram Bot API at {settings.telegram_api_base} "
+            f"membot: cannot reach the Telegram Bot API at {settings.telegram.api_base} "
             f"(TELEGRAM_API_BASE): {exc.message}",
             file=sys.stderr,
         )

@@ -31,8 +31,8 @@ async def serve_api(settings: Settings, before_serving: Callable[[], object] | N
             log.info(
                 "membot api started on %s: model=%s data_dir=%s",
                 server.url,
-                settings.default_model,
-                settings.data_dir,
+                settings.llm.default_model,
+                settings.storage.data_dir,
             )
             await stopping.requested.wait()
             log.info("membot api stopping")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from membot.bot.app import COMMANDS, MembotApp
 from membot.bot.updates import BotUpdates
-from membot.config import Settings
+from membot.config import QueueSettings, Settings
 from membot.intake.contract import Entry, Intake, transient
 from membot.intake.journal import Journal
 from membot.intake.polling import PollingSource
@@ -59,10 +59,10 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
         from membot.intake.redis import consumer_name
 
         name = consumer_name()
-        client, intake = _stream(core, settings, name, takes=role != "receive")
+        client, intake = _stream(core, settings.queue, name, takes=role != "receive")
     else:
         intake = Journal(
-            settings.data_dir,
+            settings.storage.data_dir,
             commands=COMMANDS,
             keep=app.worth_keeping,
             readable=app.readable,
@@ -80,18 +80,18 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
             feed,
             turns=core.service,
             repository=core.repository,
-            concurrency=settings.worker_concurrency if stream else None,
+            concurrency=settings.queue.worker_concurrency if stream else None,
             stops=core.service.stops.stop,
         )
     api = None
-    if settings.api_port is not None:
+    if settings.api.port is not None:
         from membot.api.server import ApiServer  # only when the API is on
 
         api = ApiServer(settings, core)
     return Parts(settings, role, core, app, intake, source, runner, api)
 
 
-def _stream(core: Core, settings: Settings, name: str, *, takes: bool) -> tuple[Redis, Intake]:
+def _stream(core: Core, queue: QueueSettings, name: str, *, takes: bool) -> tuple[Redis, Intake]:
     from membot.intake.redis import StreamIntake
     from membot.intake.shards import ShardLeases
     from membot.intake.stream import UpdateStream
@@ -99,27 +99,28 @@ def _stream(core: Core, settings: Settings, name: str, *, takes: bool) -> tuple[
     # The process's one client (membot.wiring: its timeouts fit a read of BLOCK_MS).
     if core.redis is None:
         raise ValueError("QUEUE=redis needs STORAGE=redis")  # the settings say so first
-    client = core.redis
-    stream = UpdateStream(client, settings.redis_prefix, settings.queue_shards)
+    client, prefix = core.redis, core.settings.redis.prefix
+    stream = UpdateStream(client, prefix, queue.shards)
     leases = None
     if takes:
-        leases = ShardLeases(client, settings.redis_prefix, name, ttl=settings.claim_idle)
-    return client, StreamIntake(stream, leases, claim_idle=settings.claim_idle)
+        leases = ShardLeases(client, prefix, name, ttl=queue.claim_idle)
+    return client, StreamIntake(stream, leases, claim_idle=queue.claim_idle)
 
 
 def _source(
     settings: Settings, app: MembotApp, intake: Intake, client: Redis | None, name: str
 ) -> PollingSource | WebhookSource:
-    if settings.telegram_mode == "webhook":
-        assert settings.webhook_url is not None and settings.webhook_secret is not None
+    telegram, claim_idle = settings.telegram, settings.queue.claim_idle
+    if telegram.mode == "webhook":
+        assert telegram.webhook_url is not None and telegram.webhook_secret is not None
         return WebhookSource(
             BotUpdates(app.bot),
             intake,
-            url=settings.webhook_url,
-            host=settings.webhook_host,
-            port=settings.webhook_port,
-            path=settings.telegram.webhook_path,
-            secret=settings.webhook_secret.get_secret_value(),
+            url=telegram.webhook_url,
+            host=telegram.webhook_host,
+            port=telegram.webhook_port,
+            path=telegram.webhook_path,
+            secret=telegram.webhook_secret.get_secret_value(),
             allowed_updates=app.allowed_updates(),
         )
     if client is None:  # QUEUE=local, one process: aiogram's own polling timeout
@@ -129,13 +130,13 @@ def _source(
     from membot.intake.shards import ReceiverLease
 
     # Only one process polls (a second poll gets 409 Conflict): the others stand by.
-    lease = ReceiverLease(client, settings.redis_prefix, name, ttl=settings.claim_idle)
+    lease = ReceiverLease(client, settings.redis.prefix, name, ttl=claim_idle)
     return PollingSource(
         BotUpdates(app.bot),
         intake,
         allowed_updates=app.allowed_updates(),
         # A poll waits at most a third of the lease, so the lease is renewed in time.
-        poll_timeout=max(1, min(25, int(settings.claim_idle / 3))),
+        poll_timeout=max(1, min(25, int(claim_idle / 3))),
         lease=lease,
-        standby=max(settings.claim_idle / 3, 0.2),
+        standby=max(claim_idle / 3, 0.2),
     )

@@ -93,20 +93,21 @@ class Process:
                 await p.runner.stop(0.0, self.stopping.hurried)
             await self._release()
             raise
-        if not self.settings.allowed_user_ids:
+        settings = self.settings
+        if not settings.limits.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
             "membot %s started: queue=%s telegram=%s model=%s data_dir=%s window=%d "
             "summary_every=%d tools=%s mode=%s",
             self.role,
-            self.settings.queue.backend,
-            self.settings.telegram_mode,
-            self.settings.default_model,
-            self.settings.data_dir,
-            self.settings.window_size,
-            self.settings.summary_every,
-            ",".join(self.settings.enabled_tools) or "none",
-            self.settings.tool_mode,
+            settings.queue.backend,
+            settings.telegram.mode,
+            settings.llm.default_model,
+            settings.storage.data_dir,
+            settings.conversation.window_size,
+            settings.conversation.summary_every,
+            ",".join(settings.tools.enabled) or "none",
+            settings.tools.mode,
         )
 
     async def shutdown(self) -> None:
