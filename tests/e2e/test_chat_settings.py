@@ -181,3 +181,19 @@ async def test_pressing_the_same_button_twice_is_not_an_error(
     assert [e[1].split(":")[0] for e in tg.errors] == ["Bad Request"]  # the refused edit
     # ...and the operator sees no failed update in the log.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+async def test_a_button_from_an_older_models_list_says_so(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
+) -> None:
+    bot = await start_bot(models=MODELS)
+    await say(tg, CHAT, "/model")
+    keyboard_message = tg.messages_to(CHAT)[-1].message_id
+    smart = buttons(tg, CHAT)[2][1]
+    await bot.stop()
+    await start_bot(models="test/model,fast/small")  # the operator dropped smart/large
+    tg.push_callback(CHAT, keyboard_message, smart)
+    await tg.wait_until(lambda: bool(tg.callback_answers), what="the button's answer")
+    assert tg.callback_answers[-1]["text"] == EN.MODEL_GONE.format(choices="test/model, fast/small")
+    await say(tg, CHAT, "hello")
+    assert llm.chat_requests[-1]["model"] == "test/model"  # nothing changed

@@ -31,7 +31,7 @@ from membot.bot import texts
 from membot.bot.filters import AddressedToBot
 from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
-from membot.bot.middlewares import AccessMiddleware
+from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
 from membot.config import Settings
 from membot.intake.contract import CONTROLS
@@ -102,10 +102,17 @@ class MembotApp:
             passing=passing,
             streaming=settings.telegram.streaming,
         )
-        access = AccessMiddleware(settings.allowed_user_ids)
-        self.dispatcher.message.middleware(access)
-        self.dispatcher.edited_message.middleware(access)
-        self.dispatcher.callback_query.middleware(access)
+        # Inner, in this order: the allowlist first (an outsider's chat is never read), then
+        # what the handler knows of the chat (`cid`, `state`, `words`), errors' apology too.
+        access, chat = AccessMiddleware(settings.allowed_user_ids), ChatContext(core.service)
+        for observer in (
+            self.dispatcher.message,
+            self.dispatcher.edited_message,
+            self.dispatcher.callback_query,
+        ):
+            observer.middleware(access)
+            observer.middleware(chat)
+        self.dispatcher.errors.middleware(chat)
         self.dispatcher.include_routers(*build_routers())
         self._addressed = AddressedToBot()
 

@@ -1,5 +1,6 @@
-"""Who may talk to the bot. (One chat at a time is the intake runner's: it holds the
-chat's turn while the dispatcher answers, intake/runner.py.)"""
+"""Who may talk to the bot, and what a handler knows of the chat it answers. (One chat at a
+time is the intake runner's: it holds the chat's turn while the dispatcher answers,
+intake/runner.py.)"""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiogram import BaseMiddleware
-from aiogram.types import CallbackQuery, Message, TelegramObject, User
+from aiogram.dispatcher.event.handler import HandlerObject
+from aiogram.types import CallbackQuery, Chat, ErrorEvent, Message, TelegramObject, User
 
 from membot.bot import texts
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
 
 log = logging.getLogger(__name__)
 
@@ -50,4 +54,37 @@ class AccessMiddleware(BaseMiddleware):
             log.info("refused user %s in chat %s", user.id if user else None, event.chat.id)
             await event.answer(refusal(user))
             return None
+        return await handler(event, data)
+
+
+class ChatContext(BaseMiddleware):
+    """Inner middleware (after the allowlist, once a handler matched): what a handler knows
+    of its chat, as keyword arguments. `cid`, the chat's conversation; and, read once for
+    the handlers whose signature names them, `state` (its ConversationState) and `words`
+    (the bot's words in its language). A handler that names neither, like a text's, costs
+    no storage read here: the turn reads the state itself.
+
+    On the errors observer the apology's words come from here too; if the state cannot be
+    read (the storage may be what failed) they are English."""
+
+    def __init__(self, service: ConversationService) -> None:
+        self.service = service
+
+    async def __call__(self, handler: Handler, event: TelegramObject, data: dict[str, Any]) -> Any:
+        chat: Chat | None = data.get("event_chat")  # aiogram's UserContextMiddleware's
+        if chat is None:
+            return await handler(event, data)
+        cid = data["cid"] = ConversationId.telegram(chat.id)
+        wanted: HandlerObject | None = data.get("handler")
+        if wanted is None or not {"state", "words"} & wanted.params:
+            return await handler(event, data)
+        try:
+            state = await self.service.state(cid)
+        except Exception as exc:
+            if not isinstance(event, ErrorEvent):
+                raise
+            log.debug("chat %s: no language for the apology: %s", chat.id, type(exc).__name__)
+            data["words"] = texts.EN
+            return await handler(event, data)
+        data["state"], data["words"] = state, texts.get(state.language)
         return await handler(event, data)

@@ -19,11 +19,10 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from membot.bot import texts
 from membot.bot.filters import Inline
-from membot.bot.handlers.chat import chat_state
 from membot.config import LlmSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
-from membot.memory.state import MAX_PERSONA
+from membot.memory.state import MAX_PERSONA, ConversationState
 from membot.usage import Quota, UsageLedger
 from membot.usage.ledger import Totals, day_key, month_key
 
@@ -60,11 +59,13 @@ class ChatAdmins:
         return user_id in cached[1]
 
 
-def model_keyboard(choices: tuple[str, ...], current: str) -> InlineKeyboardBuilder:
+def model_keyboard(
+    words: texts.Texts, choices: tuple[str, ...], current: str
+) -> InlineKeyboardBuilder:
     keyboard = InlineKeyboardBuilder()
-    for index, model in enumerate(choices):
-        mark = "✓ " if model == current else ""
-        keyboard.button(text=f"{mark}{model}", callback_data=ModelChoice(index=index))
+    for index, choice in enumerate(choices):
+        label = words.MODEL_CHOSEN.format(model=choice) if choice == current else choice
+        keyboard.button(text=label, callback_data=ModelChoice(index=index))
     keyboard.adjust(1)
     return keyboard
 
@@ -98,131 +99,132 @@ def usage_line(words: texts.Texts, totals: Totals) -> str:
 
 def build_router() -> Router:
     router = Router(name="chat_settings")
-
-    @router.message(Command("model"))
-    async def model(
-        message: Message,
-        command: CommandObject,
-        bot: Bot,
-        service: ConversationService,
-        llm: LlmSettings,
-        admins: ChatAdmins,
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        current = own_model(state.model, llm)
-        asked = (command.args or "").strip()
-        if not asked and len(llm.model_choices) < 2:  # nothing to choose from: no button
-            await message.answer(words.MODEL_ONLY.format(model=current))
-            return
-        if not asked:
-            keyboard = model_keyboard(llm.model_choices, current)
-            await message.answer(
-                words.MODEL_IS.format(model=current), reply_markup=keyboard.as_markup()
-            )
-            return
-        user = message.from_user
-        if not await admins.may_change(bot, message.chat, user.id if user else None):
-            await message.answer(words.ADMINS_ONLY)
-            return
-        if asked not in llm.model_choices:
-            choices = ", ".join(llm.model_choices)
-            await message.answer(words.MODEL_UNKNOWN.format(model=asked[:100], choices=choices))
-            return
-        await _set_model(service, message.chat.id, asked, llm)
-        await message.answer(words.MODEL_SET.format(model=asked))
-
-    @router.callback_query(ModelChoice.filter(), Inline(F.message))
-    async def model_pressed(
-        query: CallbackQuery,
-        callback_data: ModelChoice,
-        bot: Bot,
-        service: ConversationService,
-        llm: LlmSettings,
-        admins: ChatAdmins,
-    ) -> None:
-        message = query.message
-        if not isinstance(message, Message):  # too old for the bot to see or edit
-            await query.answer()
-            return
-        cid = ConversationId.telegram(message.chat.id)
-        words = texts.get((await service.state(cid)).language)
-        if not await admins.may_change(bot, message.chat, query.from_user.id):
-            await query.answer(words.ADMINS_ONLY, show_alert=True)
-            return
-        choices = llm.model_choices
-        if not 0 <= callback_data.index < len(choices):  # a button from an older MODELS
-            await query.answer(words.MODEL_UNKNOWN.format(model="?", choices=", ".join(choices)))
-            return
-        chosen = choices[callback_data.index]
-        await _set_model(service, message.chat.id, chosen, llm)
-        done = words.MODEL_SET.format(model=chosen)
-        await query.answer(done)
-        # Cosmetic: the same button pressed twice is "message is not modified" to Telegram.
-        with contextlib.suppress(TelegramBadRequest):
-            await message.edit_text(done, reply_markup=model_keyboard(choices, chosen).as_markup())
-
-    @router.message(Command("persona"))
-    async def persona(
-        message: Message,
-        command: CommandObject,
-        bot: Bot,
-        service: ConversationService,
-        admins: ChatAdmins,
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        asked = (command.args or "").strip()
-        if not asked:
-            if state.persona is None:
-                await message.answer(words.PERSONA_DEFAULT)
-            else:
-                await message.answer(words.PERSONA_IS.format(persona=state.persona))
-            return
-        user = message.from_user
-        if not await admins.may_change(bot, message.chat, user.id if user else None):
-            await message.answer(words.ADMINS_ONLY)
-            return
-        cid = ConversationId.telegram(message.chat.id)
-        if asked.lower() == "reset":
-            await service.set_persona(cid, None)
-            await message.answer(words.PERSONA_RESET)
-            return
-        if len(asked) > MAX_PERSONA:
-            await message.answer(
-                words.PERSONA_TOO_LONG.format(limit=MAX_PERSONA, length=len(asked))
-            )
-            return
-        await service.set_persona(cid, asked)
-        await message.answer(words.PERSONA_SET.format(length=len(asked)))
-
-    @router.message(Command("usage"))
-    async def usage(
-        message: Message, service: ConversationService, ledger: UsageLedger, quota: Quota
-    ) -> None:
-        words = texts.get((await chat_state(service, message)).language)
-        now = quota.clock()  # the clock the budgets count in
-        day, month = day_key(now), month_key(now)
-        lines = []
-        if message.from_user is not None:
-            uid = str(message.from_user.id)
-            lines.append(
-                words.USAGE_YOURS.format(
-                    day=usage_line(words, await ledger.totals("user", uid, day)),
-                    month=usage_line(words, await ledger.totals("user", uid, month)),
-                )
-            )
-        if message.chat.type != "private":
-            cid = str(ConversationId.telegram(message.chat.id))
-            lines.append(
-                words.USAGE_CHAT.format(
-                    day=usage_line(words, await ledger.totals("chat", cid, day)),
-                    month=usage_line(words, await ledger.totals("chat", cid, month)),
-                )
-            )
-        await message.answer("\n\n".join(lines))
-
+    router.message.register(model, Command("model"))
+    router.callback_query.register(model_pressed, ModelChoice.filter(), Inline(F.message))
+    router.message.register(persona, Command("persona"))
+    router.message.register(usage, Command("usage"))
     return router
+
+
+async def model(
+    message: Message,
+    command: CommandObject,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    service: ConversationService,
+    llm: LlmSettings,
+    admins: ChatAdmins,
+) -> None:
+    current = own_model(state.model, llm)
+    asked = (command.args or "").strip()
+    if not asked and len(llm.model_choices) < 2:  # nothing to choose from: no button
+        await message.answer(words.MODEL_ONLY.format(model=current))
+        return
+    if not asked:
+        keyboard = model_keyboard(words, llm.model_choices, current)
+        await message.answer(
+            words.MODEL_IS.format(model=current), reply_markup=keyboard.as_markup()
+        )
+        return
+    user = message.from_user
+    if not await admins.may_change(bot, message.chat, user.id if user else None):
+        await message.answer(words.ADMINS_ONLY)
+        return
+    if asked not in llm.model_choices:
+        choices = ", ".join(llm.model_choices)
+        await message.answer(words.MODEL_UNKNOWN.format(model=asked[:100], choices=choices))
+        return
+    await _set_model(service, cid, asked, llm)
+    await message.answer(words.MODEL_SET.format(model=asked))
+
+
+async def model_pressed(
+    query: CallbackQuery,
+    callback_data: ModelChoice,
+    bot: Bot,
+    cid: ConversationId,
+    words: texts.Texts,
+    service: ConversationService,
+    llm: LlmSettings,
+    admins: ChatAdmins,
+) -> None:
+    message = query.message
+    if not isinstance(message, Message):  # too old for the bot to see or edit
+        await query.answer()
+        return
+    if not await admins.may_change(bot, message.chat, query.from_user.id):
+        await query.answer(words.ADMINS_ONLY, show_alert=True)
+        return
+    choices = llm.model_choices
+    if not 0 <= callback_data.index < len(choices):  # a button from an older MODELS
+        await query.answer(words.MODEL_GONE.format(choices=", ".join(choices)))
+        return
+    chosen = choices[callback_data.index]
+    await _set_model(service, cid, chosen, llm)
+    done = words.MODEL_SET.format(model=chosen)
+    await query.answer(done)
+    # Cosmetic: the same button pressed twice is "message is not modified" to Telegram.
+    with contextlib.suppress(TelegramBadRequest):
+        keyboard = model_keyboard(words, choices, chosen)
+        await message.edit_text(done, reply_markup=keyboard.as_markup())
+
+
+async def persona(
+    message: Message,
+    command: CommandObject,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    service: ConversationService,
+    admins: ChatAdmins,
+) -> None:
+    asked = (command.args or "").strip()
+    if not asked:
+        if state.persona is None:
+            await message.answer(words.PERSONA_DEFAULT)
+        else:
+            await message.answer(words.PERSONA_IS.format(persona=state.persona))
+        return
+    user = message.from_user
+    if not await admins.may_change(bot, message.chat, user.id if user else None):
+        await message.answer(words.ADMINS_ONLY)
+        return
+    if asked.lower() == "reset":
+        await service.set_persona(cid, None)
+        await message.answer(words.PERSONA_RESET)
+        return
+    if len(asked) > MAX_PERSONA:
+        await message.answer(words.PERSONA_TOO_LONG.format(limit=MAX_PERSONA, length=len(asked)))
+        return
+    await service.set_persona(cid, asked)
+    await message.answer(words.PERSONA_SET.format(length=len(asked)))
+
+
+async def usage(
+    message: Message, cid: ConversationId, words: texts.Texts, ledger: UsageLedger, quota: Quota
+) -> None:
+    now = quota.clock()  # the clock the budgets count in
+    day, month = day_key(now), month_key(now)
+    lines = []
+    if message.from_user is not None:
+        uid = str(message.from_user.id)
+        lines.append(
+            words.USAGE_YOURS.format(
+                day=usage_line(words, await ledger.totals("user", uid, day)),
+                month=usage_line(words, await ledger.totals("user", uid, month)),
+            )
+        )
+    if message.chat.type != "private":
+        lines.append(
+            words.USAGE_CHAT.format(
+                day=usage_line(words, await ledger.totals("chat", str(cid), day)),
+                month=usage_line(words, await ledger.totals("chat", str(cid), month)),
+            )
+        )
+    await message.answer("\n\n".join(lines))
 
 
 def own_model(stored: str | None, llm: LlmSettings) -> str:
@@ -231,8 +233,8 @@ def own_model(stored: str | None, llm: LlmSettings) -> str:
 
 
 async def _set_model(
-    service: ConversationService, chat_id: int, model: str, llm: LlmSettings
+    service: ConversationService, cid: ConversationId, model: str, llm: LlmSettings
 ) -> None:
     # The default is stored as "none of its own": a later change of OPENROUTER_MODEL applies.
     own = None if model == llm.default_model else model
-    await service.set_model(ConversationId.telegram(chat_id), own)
+    await service.set_model(cid, own)

@@ -7,7 +7,6 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from membot.bot import texts
-from membot.bot.handlers.chat import chat_state
 from membot.bot.render import send_markdown, send_plain, topic_of
 from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
@@ -17,115 +16,116 @@ from membot.memory.base import ChatRepository
 from membot.memory.state import ConversationState
 
 
+def build_router() -> Router:
+    router = Router(name="commands")
+    router.message.register(start, CommandStart())
+    router.message.register(help_, Command("help"))
+    router.message.register(reset, Command("reset"))
+    router.message.register(language, Command("language"))
+    router.message.register(summary, Command("summary"))
+    router.message.register(memory, Command("memory"))
+    return router
+
+
+async def start(message: Message, state: ConversationState, words: texts.Texts) -> None:
+    await message.answer(words.START + consultation_note(words, state))
+
+
+async def help_(
+    message: Message,
+    state: ConversationState,
+    words: texts.Texts,
+    conversation: ConversationSettings,
+) -> None:
+    text = words.HELP.format(rounds=conversation.consult_rounds, max_rounds=conversation.max_rounds)
+    await message.answer(text + consultation_note(words, state))
+
+
+async def reset(message: Message, cid: ConversationId, service: ConversationService) -> None:
+    before = await service.reset(cid)
+    # In the language the chat had: the user reads it; the next message detects anew.
+    words = texts.get(before.language)
+    ended = " " + words.CONSULT_ENDED_BY_RESET if before.consulting else ""
+    await message.answer(words.RESET_DONE + ended)
+
+
+async def language(
+    message: Message,
+    command: CommandObject,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    service: ConversationService,
+) -> None:
+    note = consultation_note(words, state)
+    asked = (command.args or "").strip()
+    if not asked:
+        if state.language not in LANGUAGES:  # None, or "und": tried, not told
+            await message.answer(words.LANGUAGE_UNKNOWN + note)
+        else:
+            current = state.language
+            await message.answer(
+                words.LANGUAGE_IS.format(name=own_name(current), code=current) + note
+            )
+        return
+    code = parse_code(asked)
+    if code is None:
+        # One line: what was typed (cut short, on one line) and what would do.
+        typed = " ".join(asked.split())[:16]
+        supported = ", ".join(SUPPORTED)
+        await message.answer(words.LANGUAGE_BAD_CODE.format(code=typed, supported=supported))
+        return
+    state = await service.set_language(cid, code)
+    words = texts.get(code)  # said in the new language: the first thing in it
+    await message.answer(
+        words.LANGUAGE_SET.format(name=own_name(code), code=code) + consultation_note(words, state)
+    )
+
+
+async def summary(
+    message: Message,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    repository: ChatRepository,
+    conversation: ConversationSettings,
+) -> None:
+    note = consultation_note(words, state)
+    text = await repository.get_summary(cid)
+    if not text:
+        await message.answer(no_summary(words, conversation) + note)
+        return
+    await send_markdown(
+        bot, message.chat.id, words.SUMMARY.format(summary=text) + note, thread_id=topic_of(message)
+    )
+
+
+async def memory(
+    message: Message,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    repository: ChatRepository,
+) -> None:
+    note = consultation_note(words, state)
+    facts = await repository.get_facts(cid)
+    if not facts:
+        await message.answer(words.NO_FACTS + note)
+        return
+    listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
+    # Up to 100 facts of 500 characters: this can run past one message.
+    await send_plain(
+        bot, message.chat.id, words.FACTS.format(facts=listing) + note, thread_id=topic_of(message)
+    )
+
+
 def consultation_note(words: texts.Texts, state: ConversationState) -> str:
     """For a command sent in the middle of a consultation: that it goes on, and where."""
     if not state.consulting:
         return ""
     return "\n\n" + words.CONSULT_GOES_ON.format(round=state.round + 1, max_rounds=state.max_rounds)
-
-
-def build_router() -> Router:
-    router = Router(name="commands")
-
-    @router.message(CommandStart())
-    async def start(message: Message, service: ConversationService) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        await message.answer(words.START + consultation_note(words, state))
-
-    @router.message(Command("help"))
-    async def help_(
-        message: Message, service: ConversationService, conversation: ConversationSettings
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        text = words.HELP.format(
-            rounds=conversation.consult_rounds, max_rounds=conversation.max_rounds
-        )
-        await message.answer(text + consultation_note(words, state))
-
-    @router.message(Command("reset"))
-    async def reset(message: Message, service: ConversationService) -> None:
-        before = await service.reset(ConversationId.telegram(message.chat.id))
-        # In the language the chat had: the user reads it; the next message detects anew.
-        words = texts.get(before.language)
-        ended = " " + words.CONSULT_ENDED_BY_RESET if before.consulting else ""
-        await message.answer(words.RESET_DONE + ended)
-
-    @router.message(Command("language"))
-    async def language(
-        message: Message, command: CommandObject, service: ConversationService
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        note = consultation_note(words, state)
-        asked = (command.args or "").strip()
-        if not asked:
-            if state.language not in LANGUAGES:  # None, or "und": tried, not told
-                await message.answer(words.LANGUAGE_UNKNOWN + note)
-            else:
-                current = state.language
-                await message.answer(
-                    words.LANGUAGE_IS.format(name=own_name(current), code=current) + note
-                )
-            return
-        code = parse_code(asked)
-        if code is None:
-            # One line: what was typed (cut short, on one line) and what would do.
-            typed = " ".join(asked.split())[:16]
-            supported = ", ".join(SUPPORTED)
-            await message.answer(words.LANGUAGE_BAD_CODE.format(code=typed, supported=supported))
-            return
-        state = await service.set_language(ConversationId.telegram(message.chat.id), code)
-        words = texts.get(code)  # said in the new language: the first thing in it
-        await message.answer(
-            words.LANGUAGE_SET.format(name=own_name(code), code=code)
-            + consultation_note(words, state)
-        )
-
-    @router.message(Command("summary"))
-    async def summary(
-        message: Message,
-        bot: Bot,
-        repository: ChatRepository,
-        service: ConversationService,
-        conversation: ConversationSettings,
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        note = consultation_note(words, state)
-        text = await repository.get_summary(ConversationId.telegram(message.chat.id))
-        if not text:
-            await message.answer(no_summary(words, conversation) + note)
-            return
-        await send_markdown(
-            bot,
-            message.chat.id,
-            words.SUMMARY.format(summary=text) + note,
-            thread_id=topic_of(message),
-        )
-
-    @router.message(Command("memory"))
-    async def memory(
-        message: Message, bot: Bot, repository: ChatRepository, service: ConversationService
-    ) -> None:
-        state = await chat_state(service, message)
-        words = texts.get(state.language)
-        note = consultation_note(words, state)
-        facts = await repository.get_facts(ConversationId.telegram(message.chat.id))
-        if not facts:
-            await message.answer(words.NO_FACTS + note)
-            return
-        listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
-        # Up to 100 facts of 500 characters: this can run past one message.
-        await send_plain(
-            bot,
-            message.chat.id,
-            words.FACTS.format(facts=listing) + note,
-            thread_id=topic_of(message),
-        )
-
-    return router
 
 
 def no_summary(words: texts.Texts, conversation: ConversationSettings) -> str:

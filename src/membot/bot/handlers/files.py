@@ -11,23 +11,23 @@ from aiogram import Bot, F, Router
 from aiogram.types import Message
 
 from membot.bot.filters import AddressedToBot, Inline
-from membot.bot.handlers.media import answer_files
+from membot.bot.turns import answer_files
 from membot.config.groups import MediaSettings
 from membot.core.service import ConversationService
 
 
 def build_router() -> Router:
     router = Router(name="files")
-
-    @router.message(Inline(F.photo | F.document), AddressedToBot())
-    async def on_file(
-        message: Message,
-        bot: Bot,
-        service: ConversationService,
-        media: MediaSettings,
-        streaming: bool,
-        album: tuple[Message, ...] = (),
-    ) -> None:
-        await answer_files(message, bot, service, media, album, streaming=streaming)
-
+    router.message.register(on_file, Inline(F.photo | F.document), AddressedToBot())
     return router
+
+
+async def on_file(
+    message: Message,
+    bot: Bot,
+    service: ConversationService,
+    media: MediaSettings,
+    streaming: bool,
+    album: tuple[Message, ...] = (),
+) -> None:
+    await answer_files(message, bot, service, media, album, streaming=streaming)

@@ -7,9 +7,8 @@ from aiogram import F, Router
 from aiogram.enums import ContentType
 from aiogram.types import Message
 
+from membot.bot import texts
 from membot.bot.filters import AddressedToBot, Inline
-from membot.bot.handlers.chat import texts_for
-from membot.core.service import ConversationService
 
 # What a person sends. Service messages (a pin, a new chat photo, an auto-delete timer...)
 # are not addressed to anyone and get no answer.
@@ -31,9 +30,9 @@ USER_CONTENT = frozenset(
 
 def build_router() -> Router:
     router = Router(name="other")
-
-    @router.message(Inline(F.content_type.in_(USER_CONTENT)), AddressedToBot())
-    async def not_text(message: Message, service: ConversationService) -> None:
-        await message.answer((await texts_for(service, message)).TEXT_ONLY)
-
+    router.message.register(not_text, Inline(F.content_type.in_(USER_CONTENT)), AddressedToBot())
     return router
+
+
+async def not_text(message: Message, words: texts.Texts) -> None:
+    await message.answer(words.TEXT_ONLY)

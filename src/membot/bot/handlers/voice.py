@@ -1,6 +1,6 @@
 """Voice messages, audio files and round video notes: transcribed by the turn, the
-transcript quoted above the answer (TelegramSink). In groups only one that replies to one
-of the bot's messages (a voice cannot mention the bot; AddressedToBot)."""
+transcript quoted above the answer (bot/sinks.py TelegramSink). In groups only one that
+replies to one of the bot's messages (a voice cannot mention the bot; AddressedToBot)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,22 @@ from aiogram import Bot, F, Router
 from aiogram.types import Message
 
 from membot.bot.filters import AddressedToBot, Inline
-from membot.bot.handlers.media import answer_files
+from membot.bot.turns import answer_files
 from membot.config.groups import MediaSettings
 from membot.core.service import ConversationService
 
 
 def build_router() -> Router:
     router = Router(name="voice")
-
-    @router.message(Inline(F.voice | F.audio | F.video_note), AddressedToBot())
-    async def on_voice(
-        message: Message,
-        bot: Bot,
-        service: ConversationService,
-        media: MediaSettings,
-        streaming: bool,
-    ) -> None:
-        await answer_files(message, bot, service, media, streaming=streaming)
-
+    router.message.register(on_voice, Inline(F.voice | F.audio | F.video_note), AddressedToBot())
     return router
+
+
+async def on_voice(
+    message: Message,
+    bot: Bot,
+    service: ConversationService,
+    media: MediaSettings,
+    streaming: bool,
+) -> None:
+    await answer_files(message, bot, service, media, streaming=streaming)

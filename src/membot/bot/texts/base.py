@@ -59,6 +59,8 @@ class Texts:
     MODEL_ONLY: str  # {model}: no other model is offered (MODELS is empty)
     MODEL_SET: str  # {model}
     MODEL_UNKNOWN: str  # {model}, {choices}
+    MODEL_GONE: str  # {choices}: a /model button from an older MODELS pressed
+    MODEL_CHOSEN: str  # {model}: the chat's model among the /model buttons
     ADMINS_ONLY: str
     PERSONA_IS: str  # {persona}
     PERSONA_DEFAULT: str

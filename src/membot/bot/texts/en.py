@@ -87,6 +87,8 @@ EN = Texts(
     ),
     MODEL_SET="Done: this chat now uses {model}.",
     MODEL_UNKNOWN='I can\'t use "{model}" here. Choose one of: {choices}.',
+    MODEL_GONE="This button is from an older list of models. Choose one of: {choices}.",
+    MODEL_CHOSEN="✓ {model}",
     ADMINS_ONLY="Only the group's administrators can change this.",
     PERSONA_IS=(
         "This chat's persona:\n\n{persona}\n\n"
