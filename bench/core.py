@@ -446,7 +446,7 @@ async def redis_scratch() -> AsyncIterator[str | None]:
     rather than fail the whole section."""
     from redis.exceptions import RedisError
 
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     logging.getLogger("membot.memory.redis").addFilter(_no_persistence_warning)  # added once
     client = create_client(REDIS_URL)

@@ -42,7 +42,7 @@ from membot.ids import ConversationId
 from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message, Summary, new_generation
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 
 BENCH = "history"
 TARGET_RATIO = 1.15

@@ -106,7 +106,7 @@ async def _until(what: str, check: Any) -> None:
 async def cluster(
     tg: TimedTelegram, llm_url: str, workers: int, *, queue: bool
 ) -> AsyncIterator[Processes]:
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     prefix = f"membot-bench-q:{uuid.uuid4().hex}:"
     env = process_env(
@@ -164,7 +164,7 @@ async def _measure(
 async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
     from redis.exceptions import RedisError
 
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     client = create_client(REDIS_URL)
     try:

@@ -86,7 +86,7 @@ async def _measure(
 async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
     from membot.memory import FileRepository
     from membot.memory.redis import RedisRepository
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     chats, active = (1000, 100) if quick else (10_000, 500)
     rounds = 1 if quick else 3

@@ -183,9 +183,9 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
     import asyncio
 
     from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
-    from redis.exceptions import RedisError
 
     from membot.config import ConfigError
+    from membot.errors import StorageUnavailable
     from membot.roles.process import Process  # imported late: aiogram is heavy for check-config
 
     async def run() -> None:
@@ -222,8 +222,11 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
         # The API's port is taken, say: one line, not a traceback.
         print(f"membot: cannot start: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except RedisError as exc:
-        print(f"membot: cannot reach Redis at start-up (REDIS_URL): {exc}", file=sys.stderr)
+    except StorageUnavailable as exc:
+        print(
+            f"membot: cannot reach Redis at start-up (REDIS_URL): {exc.__cause__ or exc}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

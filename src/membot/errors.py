@@ -9,12 +9,13 @@
     ├── BadPeriod                   a search's since/until that is not a date (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
-    │   │                           another (core/turnlock.py; an API session's: 409)
+    │   │                           another (an API session's: 409)
     │   ├── DraftSkipped            a draft not sent: the sending budget has none to spare
     │   └── SourceConflict          another process polls this bot (Telegram's 409)
     ├── Unavailable                 a server membot needs cannot be reached now
-    │   ├── StorageUnavailable      the storage (Redis) did not answer (memory/base.py; the
-    │   │                           API: 503, with QUEUE=redis the update is tried again)
+    │   ├── StorageUnavailable      the storage (Redis) did not answer (the API: 503, with
+    │   │   │                       QUEUE=redis the update is tried again)
+    │   │   └── StorageRefused      it answered with an error (out of memory, read-only)
     │   ├── IntakeUnavailable       an update cannot be kept now (Telegram sends it again)
     │   ├── SourceUnavailable       Telegram could not be reached: poll again later
     │   └── LLMUnavailable          the model provider is down (also an LLMError)
@@ -52,3 +53,21 @@ class Busy(MembotError):
 class Unavailable(MembotError):
     """A server membot needs (Redis, the model provider) cannot be reached now. Nothing was
     stored half-way; the caller may try again later."""
+
+
+class ConversationBusy(Busy):
+    """Another turn of the conversation is in progress, in this process or another, and the
+    caller would not wait (core/service.py `exclusive`). Front doors answer it as busy."""
+
+
+class StorageUnavailable(Unavailable):
+    """The storage's server did not answer (Redis refused, cut or timed out): the one way a
+    backend says so, whatever its client raised (membot/redis/errors.py translates it, the
+    cause kept). Nothing was stored half-way. The resilient repository answers without it;
+    other callers refuse the request (HTTP 503) or leave the update to be tried again."""
+
+
+class StorageRefused(StorageUnavailable):
+    """The storage's server answered with an error (out of memory, read-only, a script's
+    error): unavailable for this call too, but sending the same call again is refused again,
+    so a change replayed from the spool is set aside rather than retried."""

@@ -23,12 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from redis.exceptions import RedisError
+from membot.errors import StorageUnavailable
+from membot.redis.errors import unavailable
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from membot.config import TelegramSettings
+    from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
 
@@ -205,20 +205,22 @@ class RedisLimits:
     async def try_acquire(
         self, chat_id: int, now: int | None = None, rules: list[tuple[str, Rule]] | None = None
     ) -> int:
-        """µs to wait (0: counted). `now` (µs) replaces Redis's clock in tests."""
+        """µs to wait (0: counted). `now` (µs) replaces Redis's clock in tests.
+        StorageUnavailable when Redis failed."""
         rules = rules or self.rates.for_chat(chat_id)
         keys = [f"{self.prefix}tg:pause:{chat_id}"]
         args: list[int | str] = ["" if now is None else now]
         for suffix, rule in rules:
             keys.append(f"{self.prefix}tg:rate:{suffix}")
             args += [rule.interval, rule.tolerance]
-        return int(await self._acquire(keys=keys, args=args))
+        with unavailable("Telegram limits"):
+            return int(await self._acquire(keys=keys, args=args))
 
     async def acquire(self, chat_id: int) -> None:
         while True:
             try:
                 wait = await self.try_acquire(chat_id)
-            except RedisError as exc:
+            except StorageUnavailable as exc:
                 self._fell_back(exc)
                 await self.local.acquire(chat_id)
                 return
@@ -230,7 +232,7 @@ class RedisLimits:
     async def spare(self, chat_id: int, now: int | None = None) -> bool:
         try:
             wait = await self.try_acquire(chat_id, now, self.rates.spare())
-        except RedisError as exc:
+        except StorageUnavailable as exc:
             self._fell_back(exc)
             return await self.local.spare(chat_id)
         self._shared_again()
@@ -239,18 +241,19 @@ class RedisLimits:
     async def pause(self, chat_id: int, seconds: float) -> None:
         await self.local.pause(chat_id, seconds)
         try:
-            await self._pause(
-                keys=[f"{self.prefix}tg:pause:{chat_id}"], args=[max(1, int(seconds * 1000))]
-            )
-        except RedisError as exc:
+            with unavailable("Telegram limits"):
+                await self._pause(
+                    keys=[f"{self.prefix}tg:pause:{chat_id}"], args=[max(1, int(seconds * 1000))]
+                )
+        except StorageUnavailable as exc:
             self._fell_back(exc)
 
-    def _fell_back(self, exc: RedisError) -> None:
+    def _fell_back(self, exc: StorageUnavailable) -> None:
         if not self._degraded:
             self._degraded = True
             log.warning(
                 "Telegram rate limits: Redis failed (%s); this process paces itself alone",
-                type(exc).__name__,
+                type(exc.__cause__ or exc).__name__,
             )
 
     def _shared_again(self) -> None:

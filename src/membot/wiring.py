@@ -1,10 +1,11 @@
 """Wiring for any front door: the model, the repository, the agent, the conversation service
 and the background work, built once from the settings, closed once. No aiogram here.
 
-With STORAGE=redis this is where the process's one Redis client is made, and with
-QUEUE=local its one health object (the circuit breaker, memory/health.py); both are handed
-explicitly to every user of Redis and kept on `Core` (`core.redis`, `core.health`) for the
-front doors' own users (Telegram's shared limits, the queue, the API's sessions)."""
+With STORAGE=redis this is where the process's one Redis client is made, and its one health
+object (membot/redis/health.py: with QUEUE=local the circuit breaker, else the null object
+that is always up); both are handed explicitly to every user of Redis and kept on `Core`
+(`core.redis`, `core.health`) for the front doors' own users (Telegram's shared limits, the
+queue, the API's sessions)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,19 @@ from typing import TYPE_CHECKING
 from membot.clock import Clock, utc_now
 from membot.config import LlmSettings, Settings
 from membot.core.agent import Agent
-from membot.core.lease import summary_lease
 from membot.core.media import MediaReader
 from membot.core.prompt import PromptBuilder
 from membot.core.service import ConversationService
 from membot.core.summarizer import Summarizer
 from membot.core.tools.builtin import builtin
-from membot.core.turnlock import RedisTurnLocks, TurnLocks
+from membot.core.turnlock import TurnLocks
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.memory.base import ChatRepository, CheckedAtStart
 from membot.memory.files import FileRepository
 from membot.private import exposed
+from membot.redis.health import ALWAYS_UP, Health
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 from membot.usage import MeteredModel, Quota, UsageLedger
@@ -36,9 +37,7 @@ from membot.usage.build import build_usage
 from membot.wiring_media import LLM_RETRIES, MediaParts, build_media
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
-    from membot.memory.health import RedisHealth
+    from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +77,11 @@ def build_agent(
     tasks: TaskSupervisor | None = None,
     *,
     redis: Redis | None = None,
-    health: RedisHealth | None = None,
+    health: Health = ALWAYS_UP,
     media: MediaReader | None = None,
 ) -> Agent:
+    from membot.redis.lease import summary_lease  # imported late: only where used
+
     tools, conversation = settings.tools, settings.conversation
     registry = builtin.subset(tools.enabled)
     return Agent(
@@ -112,8 +113,8 @@ def build_agent(
     )
 
 
-def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
-    """The process's one Redis client, and with QUEUE=local its health object (the breaker).
+def build_redis(settings: Settings) -> tuple[Redis, Health]:
+    """The process's one Redis client and its health object: with QUEUE=local the breaker.
     Connects nowhere: Redis is reached on first use.
 
     With QUEUE=local the bot answers while Redis is down (memory/resilient.py): the client
@@ -121,18 +122,18 @@ def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
     QUEUE=redis, Redis is the queue too, and an update is not answered without it: it waits
     in the stream (or in Telegram), as an answer given from a local spool could be given
     again, or out of order, by another worker once Redis is back (the handled marks, the
-    acknowledgements and the turn locks are all in Redis). So there is no breaker then, and
-    a call Redis does not answer raises StorageUnavailable: the update is tried again, and an
-    HTTP request is answered 503 SERVICE_UNAVAILABLE."""
-    from membot.memory.health import RedisHealth  # imported late: only where used
-    from membot.memory.redis_client import create_client
+    acknowledgements and the turn locks are all in Redis). So there is no breaker then (the
+    health object is always up), and a call Redis does not answer raises StorageUnavailable:
+    the update is tried again, and an HTTP request is answered 503 SERVICE_UNAVAILABLE."""
+    from membot.redis.client import create_client  # imported late: only where used
+    from membot.redis.health import RedisHealth
 
     url = settings.redis.url.get_secret_value()
     if settings.queue.backend == "redis":
         client = create_client(
             url, connect_timeout=QUEUE_CONNECT_TIMEOUT, socket_timeout=QUEUE_SOCKET_TIMEOUT
         )
-        return client, None
+        return client, ALWAYS_UP
     client = create_client(
         url, connect_timeout=REDIS_CONNECT_TIMEOUT, socket_timeout=REDIS_SOCKET_TIMEOUT, retries=1
     )
@@ -140,10 +141,10 @@ def build_redis(settings: Settings) -> tuple[Redis, RedisHealth | None]:
 
 
 def build_repository(
-    settings: Settings, redis: Redis | None = None, health: RedisHealth | None = None
+    settings: Settings, redis: Redis | None = None, health: Health = ALWAYS_UP
 ) -> ChatRepository:
-    """The backend STORAGE names: for STORAGE=redis on the process's client, and with a
-    health object behind it and a spool under DATA_DIR (memory/resilient.py)."""
+    """The backend STORAGE names: for STORAGE=redis on the process's client, and with the
+    breaker as its health object, behind it and a spool under DATA_DIR (memory/resilient.py)."""
     storage, shared = settings.storage, settings.redis
     if storage.backend != "redis":
         return FileRepository(storage.data_dir)
@@ -151,6 +152,7 @@ def build_repository(
         raise ValueError("STORAGE=redis: the repository needs the client (build_redis)")
     from membot.memory.redis import RedisRepository  # imported late: only where used
     from membot.memory.resilient import SPOOL_NAME, ResilientRepository
+    from membot.redis.health import RedisHealth
 
     repository = RedisRepository(
         redis,
@@ -158,8 +160,8 @@ def build_repository(
         max_messages=shared.max_messages,
         ttl=shared.conversation_ttl,
     )
-    if health is None:
-        return repository
+    if not isinstance(health, RedisHealth):
+        return repository  # no breaker: nothing is answered without Redis
     return ResilientRepository(repository, health, storage.data_dir / SPOOL_NAME)
 
 
@@ -175,10 +177,10 @@ class Core:
     service: ConversationService
     ledger: UsageLedger
     quota: Quota
-    # STORAGE=redis: the process's one client (shared limits, the queue use it too) and,
-    # with QUEUE=local, its health object (the breaker).
+    # STORAGE=redis: the process's one client (shared limits, the queue use it too) and its
+    # health object (with QUEUE=local the breaker; without Redis, always up).
     redis: Redis | None = None
-    health: RedisHealth | None = None
+    health: Health = ALWAYS_UP
     # What the turn reads uploads with: the model catalog, the provider's client, PDF children.
     media: MediaParts | None = None
 
@@ -207,8 +209,7 @@ class Core:
             await self.media.aclose()
         await self.model.close()
         await self.ledger.close()
-        if self.health is not None:
-            await self.health.close()  # no probe, no spool written from now on
+        await self.health.close()  # no probe, no spool written from now on
         await self.repository.close()
         if self.redis is not None:
             await self.redis.aclose()  # last: everything above may use it until closed
@@ -223,7 +224,9 @@ def build_core(
 ) -> Core:
     """Build the core from the settings; `model` and `repository` replace the configured ones
     (a scripted model, the in-memory backend), `clock` the time budgets are counted in."""
-    redis, health = build_redis(settings) if settings.storage.backend == "redis" else (None, None)
+    redis, health = (
+        build_redis(settings) if settings.storage.backend == "redis" else (None, ALWAYS_UP)
+    )
     repository = repository or build_repository(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.storage.data_dir, shared, clock, health)
@@ -247,19 +250,17 @@ def build_core(
     )
 
 
-def _turn_locks(
-    settings: Settings, redis: Redis | None, health: RedisHealth | None
-) -> TurnLocks | None:
+def _turn_locks(settings: Settings, redis: Redis | None, health: Health) -> TurnLocks | None:
     """With Redis, several processes may share conversations: a conversation's turn is then
-    also held across them (core/turnlock.py). While the breaker is open (QUEUE=local) the
-    turn is held in this process only."""
+    also held across them (membot/redis/turnlock.py). While the breaker is open (QUEUE=local)
+    the turn is held in this process only."""
     if redis is None:
         return None
+    from membot.redis.turnlock import RedisTurnLocks  # imported late: only where used
+
     # The lease outlasts a model call that is retried: a killed process blocks its
     # conversations for at most this long. With QUEUE=redis another worker takes a dead one's
     # updates after CLAIM_IDLE, and the lock must not hold it up longer than that.
     queue, prefix = settings.queue, settings.redis.prefix
     timeout = queue.claim_idle if queue.backend == "redis" else 30.0
-    if health is None:
-        return RedisTurnLocks(redis, prefix, timeout=timeout)
-    return RedisTurnLocks(redis, prefix, timeout=timeout, health=health, budget=health.budget)
+    return RedisTurnLocks(redis, prefix, timeout=timeout, health=health)

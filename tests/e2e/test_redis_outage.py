@@ -25,10 +25,10 @@ import pytest
 
 from membot.bot.texts import EN
 from membot.ids import ConversationId
-from membot.memory.health import CALL_BUDGET
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
 from membot.memory.resilient import ResilientRepository
+from membot.redis.client import create_client
+from membot.redis.health import CALL_BUDGET, AlwaysUp, RedisHealth
 from tests import api_support
 from tests.api_support import RunningApi, StartApi, free_port
 from tests.conftest import StartBot
@@ -201,7 +201,7 @@ async def test_a_hung_redis_costs_one_call_budget_then_nothing(
     await redis_server.start()
     bot = await start_bot(**redis_settings(redis_server))
     core = bot.app.core
-    assert isinstance(core.repository, ResilientRepository) and core.health is not None
+    assert isinstance(core.repository, ResilientRepository) and isinstance(core.health, RedisHealth)
     assert core.repository.health is core.health  # one breaker for every user of Redis
     await say(tg, "one")
     redis_server.signal(signal.SIGSTOP)  # accepts connections, answers nothing
@@ -209,7 +209,7 @@ async def test_a_hung_redis_costs_one_call_budget_then_nothing(
         assert (await say(tg, text))[0] == f"ANSWER: {text}"
     assert logged(caplog_info, OUTAGE) == 1
     # Once open, no answer probed or called the server: a call refuses at once while the
-    # breaker is open, and only the background reviver probes (memory/health.py).
+    # breaker is open, and only the background reviver probes (membot/redis/health.py).
     assert not core.health.available and core.health.outages == 1
     assert core.health.budget == CALL_BUDGET == 0.5
 
@@ -289,7 +289,7 @@ async def test_with_queue_redis_the_api_answers_503_while_redis_is_down(
     # is answered without Redis; but an unreachable storage is 503, never 500.
     await redis_server.start()
     api: RunningApi = await start_api(**redis_settings(redis_server), queue="redis")
-    assert api.core.health is None and api.core.redis is not None
+    assert isinstance(api.core.health, AlwaysUp) and api.core.redis is not None
     first = await api.client.chat({"message": "plan a trip", "maxRounds": 3})
     assert (first.status, first.body["content"]) == (200, "ANSWER: plan a trip")
     sid = first.body["sessionId"]

@@ -12,7 +12,7 @@ from tests.scripted import ScriptedModel
 
 from membot.memory import MemoryRepository
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

@@ -10,9 +10,9 @@ import uuid
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from tests.unit.conftest import REDIS_URL
 
+from membot.errors import StorageUnavailable
 from membot.intake.controls import RedisControls
 from membot.intake.redis import StreamIntake
 from membot.intake.stream import UpdateStream
@@ -74,7 +74,7 @@ async def test_a_listener_that_lost_its_connection_listens_again(prefix: str) ->
                 await publisher.publish(stop_update(update_id))
                 try:
                     got = [e.update_id for e in await listener.next()]
-                except RedisError:
+                except StorageUnavailable:  # redis-py's error, translated
                     failures += 1
                 update_id += 1
         assert got and failures <= 1  # one failed look at most: then it listened again

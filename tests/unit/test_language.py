@@ -257,7 +257,7 @@ def open_repo(kind: str, tmp_path: Path, prefix: str) -> ChatRepository:
         return FileRepository(tmp_path / "data")
     if kind == "redis":
         from membot.memory.redis import RedisRepository
-        from membot.memory.redis_client import create_client
+        from membot.redis.client import create_client
 
         return RedisRepository(create_client(REDIS_URL), prefix=prefix)
     raise AssertionError(kind)

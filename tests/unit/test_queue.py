@@ -21,6 +21,7 @@ from tests.redis_proxy import CuttingProxy
 from tests.unit.conftest import REDIS_URL
 
 from membot.core.service import ConversationService
+from membot.errors import StorageUnavailable
 from membot.ids import ConversationId
 from membot.intake.contract import Entry, chat_of
 from membot.intake.redis import StreamIntake
@@ -28,7 +29,7 @@ from membot.intake.runner import Runner, Turns
 from membot.intake.shards import ShardLeases, assign
 from membot.intake.stream import QueueMismatch, UpdateStream
 from membot.memory.inmemory import MemoryRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 
 SHARDS = 4
 CLAIM_IDLE = 0.5
@@ -60,7 +61,10 @@ class Recorder:
         async def handle(entry: Entry, *parts: Entry) -> None:
             if self.fail.get(entry.update_id, 0) > 0:
                 self.fail[entry.update_id] -= 1
-                raise RedisConnectionError("Redis went away")
+                # What the turn raises when Redis goes away (membot/redis/errors.py).
+                raise StorageUnavailable("storage: Redis did not answer") from (
+                    RedisConnectionError("Redis went away")
+                )
             self.seen.append((name, entry))
             self.albums.append([entry.update_id, *(p.update_id for p in parts)])
             self.changed.set()

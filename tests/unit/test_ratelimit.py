@@ -12,8 +12,8 @@ from redis.asyncio import Redis
 from tests.unit.conftest import REDIS_URL
 
 from membot.config import Settings
-from membot.memory.redis_client import create_client
 from membot.ratelimit import US, LocalLimits, Rates, RedisLimits
+from membot.redis.client import create_client
 
 CHAT = 7
 GROUP = -100123

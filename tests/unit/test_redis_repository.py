@@ -34,8 +34,9 @@ from membot.memory.attachment import Attachment, new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
 from membot.memory.resilient import ResilientRepository
+from membot.redis.client import create_client
+from membot.redis.health import RedisHealth
 from membot.search import HistorySearch
 from membot.wiring import build_core
 
@@ -274,7 +275,7 @@ async def test_build_core_connects_nowhere_and_start_warns_when_unreachable(
     )
     core = build_core(settings, model=ScriptedModel())
     # One client and one health object, the repository's and everyone's.
-    assert isinstance(core.repository, ResilientRepository) and core.health is not None
+    assert isinstance(core.repository, ResilientRepository) and isinstance(core.health, RedisHealth)
     assert core.repository.health is core.health
     assert isinstance(core.repository.inner, RedisRepository)
     assert core.repository.inner.client is core.redis
@@ -505,3 +506,22 @@ async def test_migrate_into_files_writes_them_private(make_repo: MakeRepo, tmp_p
     assert (back / "42" / "facts.json").is_file()
     assert (back / SESSION.relative_path() / "files" / image).is_file()
     assert open_to_others(back) == []
+
+
+async def test_an_error_answer_from_redis_is_unavailable_too_and_tried_again(
+    make_repo: MakeRepo,
+) -> None:
+    """An answer that is an error (here WRONGTYPE; out of memory, a read-only replica alike)
+    reaches the turn translated, as the one family the front doors answer (the API's 503,
+    the update tried again), not as redis-py's own error (an internal error, a 500)."""
+    from membot.errors import StorageRefused, Unavailable
+    from membot.intake.contract import transient
+
+    repo = make_repo()
+    cid = ConversationId("tg", "-77")
+    await repo.client.set(repo.keys(cid).messages, "not a sorted set")
+    with pytest.raises(StorageRefused) as refused:
+        await repo.tail(cid, 5)
+    assert isinstance(refused.value, Unavailable) and transient(refused.value)
+    assert isinstance(refused.value.__cause__, ResponseError)
+    assert "WRONGTYPE" not in str(refused.value)  # the server's words stay in the cause

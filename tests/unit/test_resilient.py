@@ -1,5 +1,5 @@
 """The resilient repository (memory/resilient.py), the health object it goes through
-(memory/health.py) and its spool (memory/spool.py), over the in-memory backend behind a
+(membot/redis/health.py) and its spool (memory/spool.py), over the in-memory backend behind a
 switch that makes every call fail as a dead Redis does. The test probes when it wants
 (`health.recover()`, what the reviver does every second), with the breaker's clock in its
 hands. A real Redis killed and hung: e2e/test_redis_outage.py.
@@ -33,10 +33,10 @@ from membot.memory.attachment import new_file_key
 from membot.memory.base import StorageUnavailable
 from membot.memory.changes import Change
 from membot.memory.delivery import Delivery, DeliveryMark
-from membot.memory.health import RedisHealth
 from membot.memory.models import ChatContext, ChatMeta
 from membot.memory.resilient import ResilientRepository
 from membot.memory.spool import read_pending
+from membot.redis.health import RedisHealth
 
 CID = ConversationId.telegram(7)
 OTHER = ConversationId.telegram(8)

@@ -28,7 +28,7 @@ from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
 from membot.memory.attachment import Attachment
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 from membot.search import HistorySearch
 from membot.search.cli import run_search
 from membot.search.present import INTRO

@@ -29,10 +29,10 @@ from membot.memory import (
 from membot.memory import files as files_module
 from membot.memory.attachment import Attachment, InvalidFileKey, new_file_key
 from membot.memory.delivery import Delivery, DeliveryMark
-from membot.memory.health import RedisHealth
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
 from membot.memory.resilient import ResilientRepository
+from membot.redis.client import create_client
+from membot.redis.health import RedisHealth
 
 BACKENDS = ["files", "memory", "redis", "resilient"]
 REDIS_URL = "redis://127.0.0.1:6379/0"

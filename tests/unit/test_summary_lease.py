@@ -1,4 +1,5 @@
-"""The summary runs once per conversation across processes: a lease in Redis (core/lease.py).
+"""The summary runs once per conversation across processes: a lease in Redis
+(membot/redis/lease.py).
 
 Against the real Redis at 127.0.0.1:6379; each test works under a prefix of its own and
 deletes every key under it afterwards. Two RedisRepository instances with two pools stand
@@ -17,13 +18,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.scripted import Reply, ScriptedModel
 
 from membot.config import load_settings
-from membot.core.lease import RedisSummaryLease, lease_timeout, summary_lease
 from membot.core.summarizer import Summarizer
 from membot.ids import ConversationId
 from membot.memory import MemoryRepository, Message
-from membot.memory.health import RedisHealth
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
+from membot.redis.health import RedisHealth
+from membot.redis.lease import RedisSummaryLease, lease_timeout, summary_lease
 from membot.wiring import build_core
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

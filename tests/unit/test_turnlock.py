@@ -13,10 +13,11 @@ from redis.asyncio import Redis
 from tests.redis_proxy import CuttingProxy
 
 from membot.core.service import ConversationBusy, ConversationService
-from membot.core.turnlock import RedisTurnLocks
 from membot.ids import ConversationId
 from membot.memory import MemoryRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
+from membot.redis.health import ALWAYS_UP
+from membot.redis.turnlock import RedisTurnLocks
 
 CID = ConversationId.telegram(4242)
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -116,7 +117,9 @@ async def test_a_lock_left_by_a_killed_process_expires(prefix: str) -> None:
 
 
 class Breaker:
-    """Stands in for Redis's health object (memory.base.StorageHealth, memory/health.py)."""
+    """Stands in for Redis's health object (membot.redis.health.Health)."""
+
+    budget = 5.0
 
     def __init__(self) -> None:
         self.failures: list[BaseException] = []
@@ -125,8 +128,11 @@ class Breaker:
     def available(self) -> bool:
         return not self.failures
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException, *, quiet: bool = False) -> None:
         self.failures.append(exc)
+
+    async def close(self) -> None:
+        return None
 
 
 @pytest.mark.parametrize("resilient", [False, True], ids=["queue", "resilient"])
@@ -140,7 +146,7 @@ async def test_a_lock_whose_reply_was_lost_is_taken_without_waiting_for_it_to_ex
     client = create_client(await proxy.start(), socket_timeout=5.0)
     health = Breaker()
     locks = RedisTurnLocks(
-        client, prefix, timeout=60.0, poll=0.01, health=health if resilient else None, budget=5.0
+        client, prefix, timeout=60.0, poll=0.01, health=health if resilient else ALWAYS_UP
     )
     key = locks.key(CID)
     proxy.request, proxy.reply = key.encode(), b"+OK"

@@ -16,7 +16,7 @@ from tests.unit.conftest import REDIS_URL
 
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 
 CID = ConversationId.telegram(777)
 
@@ -24,11 +24,11 @@ WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from membot.core.service import ConversationService
-    from membot.core.turnlock import RedisTurnLocks
+    from membot.redis.turnlock import RedisTurnLocks
     from membot.ids import ConversationId
     from membot.memory.models import Message
     from membot.memory.redis import RedisRepository
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     async def main(url, prefix, name):
         repo = RedisRepository(create_client(url), prefix=prefix)

@@ -16,7 +16,7 @@ from tests.private_files import open_to_others, usual_umask
 from tests.unit.conftest import REDIS_URL
 
 from membot.ids import ConversationId
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 from membot.usage import Charge, Limits, OverLimit, Quota, UsageLedger
 from membot.usage.files import FileLedger, LocalRateWindow
 from membot.usage.quota import RateWindow
@@ -283,7 +283,7 @@ async def test_two_processes_share_one_window_on_redis(prefix: str, tmp_path: Pa
 
 
 async def test_the_outage_spool_of_charges_is_private(tmp_path: Path, prefix: str) -> None:
-    from membot.memory.health import RedisHealth
+    from membot.redis.health import RedisHealth
     from membot.usage.spooled import SpooledLedger
 
     client = create_client(REDIS_URL)
@@ -305,11 +305,11 @@ async def test_charges_made_during_an_outage_reach_redis_once_it_is_back(
     tmp_path: Path, prefix: str
 ) -> None:
     from membot.memory.base import StorageUnavailable
-    from membot.memory.health import RedisHealth
+    from membot.redis.health import RedisHealth
     from membot.usage.spooled import SpooledLedger
 
     client = create_client(REDIS_URL)
-    # The breaker of the process (memory/health.py): the test probes, not its reviver.
+    # The breaker of the process (membot/redis/health.py): the test probes, not its reviver.
     health = RedisHealth(client.ping, cooldown=3600.0)
     try:
         ledger = SpooledLedger(RedisLedger(client, prefix), health, tmp_path)

@@ -13,7 +13,7 @@ from tests.unit.conftest import REDIS_URL
 from tests.unit.test_config import run_membot
 
 from membot.ids import ConversationId
-from membot.memory.redis_client import create_client
+from membot.redis.client import create_client
 from membot.usage import Charge
 from membot.usage.files import FileLedger
 from membot.usage.redis import RedisLedger

@@ -39,7 +39,7 @@ from membot.ratelimit import build_limits
 from membot.wiring import Core
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
 

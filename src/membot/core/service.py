@@ -18,7 +18,8 @@ from dataclasses import replace
 from membot.core.agent import Agent
 from membot.core.stops import Stops
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
-from membot.core.turnlock import ConversationBusy, TurnLocks
+from membot.core.turnlock import TurnLocks
+from membot.errors import ConversationBusy
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.base import ChatRepository, StorageUnavailable

@@ -23,15 +23,15 @@ from membot.clock import Clock, utc_now
 from membot.core.media import Upload
 from membot.core.service import ConversationService
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
-from membot.core.turnlock import ConversationBusy
-from membot.errors import MembotError
+from membot.errors import ConversationBusy, MembotError
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.attachment import new_file_key
-from membot.memory.base import StorageHealth, StorageUnavailable
+from membot.memory.base import StorageUnavailable
 from membot.memory.models import ChatMeta
 from membot.memory.state import ConversationState, SessionConfig
+from membot.redis.health import ALWAYS_UP, Health
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class Sessions:
         max_rounds: int,
         web_search: bool,
         clock: Clock = utc_now,
-        health: StorageHealth | None = None,
+        health: Health = ALWAYS_UP,
         models: tuple[str, ...] = (),
     ) -> None:
         self.service = service
@@ -133,7 +133,7 @@ class Sessions:
         return await self._continue(request.session_id, request.message, sink, request.uploads)
 
     def _storage_up(self) -> bool:
-        return self.health is None or self.health.available
+        return self.health.available
 
     def _check_model(self, model: str | None) -> None:
         if model is not None and self.models and model not in self.models:

@@ -21,10 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
-
 from membot.errors import Busy, MembotError, Unavailable
-from membot.memory.base import StorageUnavailable
 
 
 class IntakeUnavailable(Unavailable):
@@ -122,8 +119,9 @@ class Intake(Protocol):
 
 
 def transient(exc: BaseException) -> bool:
-    """Failures that pass: the update is tried again, not given up."""
-    return isinstance(exc, (RedisError, StorageUnavailable, ConnectionError))
+    """Failures that pass: the update is tried again, not given up. Redis's errors reach
+    here translated (membot/redis/errors.py), as StorageUnavailable."""
+    return isinstance(exc, Unavailable)
 
 
 def chat_of(update: Mapping[str, Any]) -> str:

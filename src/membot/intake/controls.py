@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from membot.intake.contract import Entry, entry_of, is_control
+from membot.redis.errors import unavailable
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -87,14 +88,15 @@ class RedisControls:
 
     async def next(self) -> list[Entry]:
         """What was published since the last look (waits up to LISTEN_TIMEOUT); a failure
-        (Redis down) is raised, and the next call subscribes again."""
+        (Redis down) is raised, StorageUnavailable, and the next call subscribes again."""
         try:
             await self.listen()
             assert self._pubsub is not None
             message = await self._pubsub.get_message(timeout=LISTEN_TIMEOUT)
-        except (RedisError, OSError):
+        except (RedisError, OSError) as exc:
             await self.close()
-            raise
+            with unavailable("queue control"):
+                raise exc
         if message is None or message.get("type") != "message":
             return []
         try:

@@ -16,8 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
-
+from membot.errors import StorageUnavailable
 from membot.intake.contract import Intake, IntakeUnavailable, SourceConflict, SourceUnavailable
 
 log = logging.getLogger(__name__)
@@ -83,7 +82,7 @@ class PollingSource:
                 await self._task
             self._task = None
         if self.lease is not None:
-            with contextlib.suppress(RedisError):
+            with contextlib.suppress(StorageUnavailable):
                 await self.lease.release()
 
     async def _run(self) -> None:
@@ -103,7 +102,7 @@ class PollingSource:
                 )
                 await self._put(updates)
                 backoff = 0.0
-            except (IntakeUnavailable, RedisError) as exc:
+            except (IntakeUnavailable, StorageUnavailable) as exc:
                 self._intake(up=False, exc=exc)
                 backoff = min(max(backoff * 2, 0.25), MAX_BACKOFF)
             except SourceConflict:
@@ -140,5 +139,5 @@ class PollingSource:
             self._down = True
             log.warning(
                 "receiver: updates cannot be kept (%s): polling stops, updates wait at Telegram",
-                exc if isinstance(exc, IntakeUnavailable) else type(exc).__name__,
+                exc,
             )

@@ -30,6 +30,7 @@ from membot.intake.contract import Entry, IntakeUnavailable, NotHolder, is_contr
 from membot.intake.controls import RedisControls
 from membot.intake.shards import ShardLeases, assign
 from membot.intake.stream import HANDLED, UpdateStream
+from membot.redis.errors import unavailable
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,12 @@ class StreamIntake:
     # -- life cycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.stream.prepare()
-        if self.leases is None:
-            return
-        await self.controls.listen()
-        await self._rebalance()
+        with unavailable("queue"):
+            await self.stream.prepare()
+            if self.leases is None:
+                return
+            await self.controls.listen()
+            await self._rebalance()
         self._balancer = asyncio.create_task(self._balance_loop(), name="queue-balance")
         log.info("queue: worker %s started", self.consumer)
 

@@ -19,6 +19,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from membot.redis.errors import unavailable
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
     from redis.commands.core import AsyncScript
@@ -110,7 +112,10 @@ class ReceiverLease:
         self._release: AsyncScript = client.register_script(_RELEASE)
 
     async def hold(self) -> bool:
-        return bool(await self._hold(keys=[self.key], args=[self.owner, self.ttl_ms]))
+        """Whether this receiver polls now. StorageUnavailable when Redis failed."""
+        with unavailable("receiver lease"):
+            return bool(await self._hold(keys=[self.key], args=[self.owner, self.ttl_ms]))
 
     async def release(self) -> None:
-        await self._release(keys=[self.key], args=[self.owner])
+        with unavailable("receiver lease"):
+            await self._release(keys=[self.key], args=[self.owner])

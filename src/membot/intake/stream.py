@@ -24,6 +24,7 @@ from redis.exceptions import ResponseError
 
 from membot.config import ConfigError
 from membot.intake.contract import Entry, chat_of
+from membot.redis.errors import unavailable
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -234,13 +235,15 @@ class UpdateStream:
 
     async def fence(self, entry: Entry, lease_key: str) -> tuple[str | None, str | None]:
         """The holder of the entry's shard and the entry's mark, read together."""
-        owner, mark = await self.client.mget(lease_key, self.mark_key(entry.update_id))
+        with unavailable("queue"):
+            owner, mark = await self.client.mget(lease_key, self.mark_key(entry.update_id))
         return _text(owner), _text(mark)
 
     async def ack(self, entry: Entry) -> None:
         """The update is handled: mark it, acknowledge it, delete it, in one step."""
         keys = [self.key(entry.shard), self.mark_key(entry.update_id)]
-        await self._ack(keys=keys, args=[GROUP, entry.entry_id, MARK_TTL_MS])
+        with unavailable("queue"):
+            await self._ack(keys=keys, args=[GROUP, entry.entry_id, MARK_TTL_MS])
 
     async def forget_consumers(self, shard: int, keep: set[str]) -> None:
         """Drop consumers of the shard's group that hold nothing and are gone (hygiene: each

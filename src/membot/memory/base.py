@@ -5,33 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol, runtime_checkable
 
-from membot.errors import Unavailable
+# The storage's failure, named where the contract is (membot/redis/errors.py raises it).
+from membot.errors import StorageUnavailable as StorageUnavailable
 from membot.ids import ConversationId
 from membot.memory.delivery import DeliveryMark
 from membot.memory.models import ChatContext, ChatMeta, Message
 from membot.memory.state import ConversationState
-
-
-class StorageUnavailable(Unavailable):
-    """The storage's server did not answer (Redis refused, cut or timed out): the one way a
-    backend says so, whatever its client raised (the cause is kept). Nothing was stored
-    half-way. The resilient repository answers without it; other callers refuse the request
-    (HTTP 503) or leave the update to be tried again."""
-
-
-@runtime_checkable
-class StorageHealth(Protocol):
-    """Whether the storage's server answers now (memory/health.py `RedisHealth`, the circuit
-    breaker): a user of Redis that can do without it asks first and reports its failures."""
-
-    @property
-    def available(self) -> bool:
-        """False while the server is known to be unreachable (the breaker is open)."""
-        ...
-
-    def failed(self, exc: BaseException) -> None:
-        """Report a failure of the server (the breaker opens: nobody waits on it then)."""
-        ...
 
 
 @runtime_checkable

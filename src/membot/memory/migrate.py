@@ -23,22 +23,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from redis.exceptions import RedisError
-
 from membot.config import ConfigError, load_subset
 from membot.ids import NAMESPACES, ConversationId
 from membot.memory.archive import read_text
-from membot.memory.base import ChatRepository
+from membot.memory.base import ChatRepository, StorageUnavailable
 from membot.memory.durable import append_lines, fsync_dir, replace_atomic
 from membot.memory.filecopy import batches, copy_files
 from membot.memory.files import FileRepository
 from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.models import ChatMeta, Message
 from membot.memory.redis import RedisRepository
-from membot.memory.redis_client import create_client
 from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash
 from membot.memory.smallfiles import FACTS, read_facts, write_json
 from membot.private import private_dir
+from membot.redis.client import create_client
+from membot.redis.errors import unavailable
 
 BACKENDS = ("files", "redis")
 BATCH = 1000  # messages per write
@@ -271,9 +270,10 @@ def run_migrate(source: str, target: str, *, overwrite: bool = False) -> int:
         print(f"membot migrate: {exc}", file=sys.stderr)
         return 2
     try:
-        report = asyncio.run(_run(source, target, config, overwrite))
-    except RedisError as exc:
-        print(f"membot migrate: Redis failed: {exc}", file=sys.stderr)
+        with unavailable("migrate"):  # the copy's own calls, besides the repository's
+            report = asyncio.run(_run(source, target, config, overwrite))
+    except StorageUnavailable as exc:
+        print(f"membot migrate: Redis failed: {exc.__cause__ or exc}", file=sys.stderr)
         return 1
     print(
         f"migrated {source} -> {target}: {report.conversations} conversations "

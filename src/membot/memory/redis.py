@@ -31,15 +31,13 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT
 
 from membot.clock import utc_now
+from membot.errors import StorageRefused, StorageUnavailable
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
 from membot.memory.attachment import check_file_key
-from membot.memory.base import StorageUnavailable
 from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso, new_generation
-from membot.memory.redis_client import call
 from membot.memory.redis_delivery import RedisDeliveries
 from membot.memory.redis_layout import (
     ADD_FACT,
@@ -58,6 +56,7 @@ from membot.memory.redis_layout import (
     meta_from_hash,
 )
 from membot.memory.state import ConversationState
+from membot.redis.errors import call
 
 log = logging.getLogger(__name__)
 
@@ -278,14 +277,14 @@ class RedisRepository(RedisDeliveries):
         """PING the server and warn when it persists nothing; False when it is unreachable."""
         try:
             await call(self.client.ping())
-        except (RedisError, StorageUnavailable) as exc:
+        except StorageUnavailable as exc:
             log.warning("Redis is unreachable at start-up: %s", exc.__cause__ or exc)
             return False
         try:
             config = await call(self.client.config_get("appendonly"))
             config.update(await call(self.client.config_get("save")))
-        except ResponseError as exc:  # CONFIG renamed or disabled, as managed services do
-            log.info("cannot read Redis persistence settings (%s)", exc)
+        except StorageRefused as exc:  # CONFIG renamed or disabled, as managed services do
+            log.info("cannot read Redis persistence settings (%s)", exc.__cause__)
             return True
         if config.get("appendonly") != "yes" and not (config.get("save") or "").strip():
             log.warning("Redis persists nothing: a Redis restart loses every conversation")

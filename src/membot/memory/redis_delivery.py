@@ -13,8 +13,8 @@ from redis.typing import EncodableT
 
 from membot.ids import ConversationId, InvalidConversationId
 from membot.memory.delivery import DeliveryMark
-from membot.memory.redis_client import call
 from membot.memory.redis_layout import Keys
+from membot.redis.errors import call
 
 # KEYS[1] the conversation's seq, [2] the namespace's marks; ARGV[1] its key, [2] the answer's
 # seq, [3] its parts sent ('' when it is done), [4] '1' when the next one's request is out.

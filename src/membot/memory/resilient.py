@@ -1,7 +1,7 @@
 """Answering while Redis is down: a repository in front of another, the breaker and a spool.
 
 `ResilientRepository` holds a ChatRepository (with STORAGE=redis and QUEUE=local, the
-Redis one; membot.wiring) and the process's `RedisHealth` (memory/health.py). Every call
+Redis one; membot.wiring) and the process's `RedisHealth` (membot/redis/health.py). Every call
 goes through the health object: within its budget, and not at all while the breaker is
 open. A call that cannot reach Redis raises StorageUnavailable inside, and here it is
 answered without Redis:
@@ -40,15 +40,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from membot.errors import StorageRefused
 from membot.ids import API, ConversationId
 from membot.memory.base import ChatRepository, CheckedAtStart, StorageUnavailable
 from membot.memory.changes import Change, replay, write_turn
-from membot.memory.health import FAILURES, TRANSIENT, RedisHealth
 from membot.memory.models import ChatContext, ChatMeta, Message, new_generation
 from membot.memory.redis import new_turn_token
 from membot.memory.resilient_delivery import ResilientDeliveries
 from membot.memory.spool import Spool
 from membot.memory.state import ConversationState
+from membot.redis.errors import FAILURES, reason
+from membot.redis.health import TRANSIENT, RedisHealth
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -109,17 +111,16 @@ class ResilientRepository(ResilientDeliveries):
                 try:
                     async with asyncio.timeout(self.health.budget):
                         await replay(self.inner, change)
-                except TRANSIENT:
-                    raise
                 except Exception as exc:
-                    # Refused for good (a ResponseError, say): retrying would stop the
-                    # replay, and everything spooled after it, forever.
+                    if isinstance(exc, TRANSIENT) and not isinstance(exc, StorageRefused):
+                        raise
+                    # Refused for good (an error answer, WRONGTYPE say): retrying would stop
+                    # the replay, and everything spooled after it, forever.
                     log.error(
-                        "%s: a spooled %s was refused by Redis (%s: %s); set aside in %s",
+                        "%s: a spooled %s was refused by Redis (%s); set aside in %s",
                         change.cid,
                         change.op,
-                        type(exc).__name__,
-                        exc,
+                        reason(exc),
                         self.spool.dead_path.name,
                     )
                     await self.spool.dead(change)

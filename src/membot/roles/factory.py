@@ -24,9 +24,8 @@ from membot.roles import ProcessRole
 from membot.wiring import Core, build_core
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from membot.api.server import ApiServer
+    from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
 

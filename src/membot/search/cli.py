@@ -17,9 +17,9 @@ from typing import Any
 
 from membot.clock import Clock, utc_now
 from membot.config import ConfigError, Settings, load_subset
+from membot.errors import StorageRefused, StorageUnavailable
 from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory import ChatRepository, FileRepository
-from membot.memory.base import StorageUnavailable
 from membot.private import exposed
 from membot.search.excerpts import Excerpt
 from membot.search.index import HistorySearch
@@ -83,15 +83,13 @@ def run_search(
     tokens = budget if budget is not None else values["search_budget_tokens"]
     redis = values["storage"] == "redis"
     where = f"Redis (REDIS_PREFIX {values['redis_prefix']})" if redis else str(root)
-    from redis.exceptions import RedisError  # redis-py is a dependency either way
-
     try:
         found = asyncio.run(_recall(_open(values, root), root, chat, query, period, tokens))
-    except (StorageUnavailable, RedisError, OSError) as exc:
+    except (StorageUnavailable, OSError) as exc:
         if not redis:
             raise
-        if isinstance(exc, RedisError):  # an answer that is an error (auth, a refusal)
-            return _fail(f"Redis failed: {exc}")
+        if isinstance(exc, StorageRefused):  # an answer that is an error (a refusal)
+            return _fail(f"Redis failed: {exc.__cause__ or exc}")
         return _fail(f"Redis did not answer at REDIS_URL ({type(exc.__cause__ or exc).__name__})")
     if found is None:
         shown = chat.key if chat.namespace == TELEGRAM else str(chat)
@@ -136,7 +134,7 @@ def _open(values: dict[str, Any], root: Path) -> ChatRepository:
     if values["storage"] != "redis":
         return FileRepository(root)
     from membot.memory.redis import RedisRepository
-    from membot.memory.redis_client import create_client
+    from membot.redis.client import create_client
 
     client = create_client(values["redis_url"].get_secret_value())
     return RedisRepository(client, prefix=values["redis_prefix"])

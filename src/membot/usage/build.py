@@ -7,15 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock
+from membot.redis.health import ALWAYS_UP, Health, RedisHealth
 from membot.usage.files import FileLedger, LocalRateWindow
 from membot.usage.ledger import UsageLedger
 from membot.usage.quota import Limits, Quota, RateWindow
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
     from membot.config import LimitSettings
-    from membot.memory.health import RedisHealth
+    from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +33,12 @@ def build_usage(
     data_dir: Path,
     redis: tuple[Redis, str] | None,
     clock: Clock,
-    health: RedisHealth | None = None,
+    health: Health = ALWAYS_UP,
 ) -> tuple[UsageLedger, Quota]:
     """With Redis (the process's one client, membot.wiring) the counters are shared by every
     process (the limits hold exactly across them); with files they are this process's. With
-    the health object (QUEUE=local), charges made while Redis is down are spooled."""
+    the breaker as the health object (QUEUE=local), charges made while Redis is down are
+    spooled."""
     window: RateWindow | None = None
     ledger: UsageLedger
     rate = limits.user_rate_limit
@@ -47,7 +47,7 @@ def build_usage(
 
         client, prefix = redis
         ledger = RedisLedger(client, prefix)
-        if health is not None:  # the bot answers through outages: so does accounting
+        if isinstance(health, RedisHealth):  # the bot answers through outages: so does accounting
             from membot.usage.spooled import SpooledLedger
 
             ledger = SpooledLedger(ledger, health, data_dir)

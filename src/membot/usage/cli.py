@@ -11,6 +11,7 @@ from typing import Any
 
 from membot.clock import utc_now
 from membot.config import ConfigError, load_subset
+from membot.errors import StorageUnavailable
 from membot.usage.ledger import Row, UsageLedger, day_key
 
 _FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix")
@@ -18,7 +19,7 @@ _FIELDS = ("storage", "data_dir", "redis_url", "redis_prefix")
 
 def _open(values: dict[str, Any]) -> tuple[UsageLedger, Any]:
     if values["storage"] == "redis":
-        from membot.memory.redis_client import create_client
+        from membot.redis.client import create_client
         from membot.usage.redis import RedisLedger
 
         client = create_client(values["redis_url"].get_secret_value())
@@ -55,12 +56,10 @@ def run_usage(since: str | None, *, as_json: bool) -> int:
     except ConfigError as exc:
         print(f"membot usage: {exc}", file=sys.stderr)
         return 2
-    from redis.exceptions import RedisError
-
     try:
         rows = asyncio.run(_report(values, since, day_key(today)))
-    except RedisError as exc:
-        print(f"membot usage: Redis failed: {exc}", file=sys.stderr)
+    except StorageUnavailable as exc:
+        print(f"membot usage: Redis failed: {exc.__cause__ or exc}", file=sys.stderr)
         return 1
     if as_json:
         out = [{"kind": r.kind, "id": r.subject, **r.totals.to_dict()} for r in rows]

@@ -20,6 +20,7 @@ from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING
 
+from membot.redis.errors import unavailable
 from membot.usage.ledger import Charge, Kind, Row, Totals, day_key, month_key
 
 if TYPE_CHECKING:
@@ -71,17 +72,20 @@ class RedisLedger:
                 index = f"{self.prefix}usage:days:{day}"
                 pipe.sadd(index, f"{kind}:{subject}")
                 pipe.expire(index, DAY_TTL)
-            await pipe.execute()
+            with unavailable("usage"):
+                await pipe.execute()
 
     async def totals(self, kind: Kind, subject: str, period: str) -> Totals:
-        return _totals(await self.client.hgetall(self.key(kind, subject, period)))
+        with unavailable("usage"):
+            return _totals(await self.client.hgetall(self.key(kind, subject, period)))
 
     async def report(self, since: str, until: str) -> list[Row]:
         day, last = date.fromisoformat(since), date.fromisoformat(until)
         sums: dict[tuple[Kind, str], Totals] = {}
         while day <= last:
             period = day.isoformat()
-            members = await self.client.smembers(f"{self.prefix}usage:days:{period}")
+            with unavailable("usage"):
+                members = await self.client.smembers(f"{self.prefix}usage:days:{period}")
             for member in sorted(m.decode() if isinstance(m, bytes) else m for m in members):
                 kind_text, subject = member.split(":", 1)
                 kind: Kind = "user" if kind_text == "user" else "chat"
@@ -137,10 +141,11 @@ class RedisRateWindow:
 
     async def hit(self, user_id: int, now: datetime) -> float | None:
         ms = int(now.timestamp() * 1000)
-        wait = int(
-            await self._hit(
-                keys=[f"{self.prefix}usage:rate:{user_id}"],
-                args=[ms, self.WINDOW_MS, self.limit, f"{ms}-{uuid.uuid4().hex[:8]}"],
+        with unavailable("rate limit"):
+            wait = int(
+                await self._hit(
+                    keys=[f"{self.prefix}usage:rate:{user_id}"],
+                    args=[ms, self.WINDOW_MS, self.limit, f"{ms}-{uuid.uuid4().hex[:8]}"],
+                )
             )
-        )
         return None if wait < 0 else wait / 1000

@@ -3,7 +3,7 @@
 The bot keeps answering through an outage (memory/resilient.py), and what those answers cost
 must not be lost: they are appended to `DATA_DIR/usage-spool.jsonl` and added to Redis at
 the first charge recorded once Redis is back. Every call goes through the process's health
-object (memory/health.py): none waits on Redis while it is known to be down, and a failure
+object (membot/redis/health.py): none waits on Redis while it is known to be down, and a failure
 opens the breaker for everyone. The outage itself is reported once, by the health object;
 nothing here warns again.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from membot.memory.base import StorageUnavailable
 from membot.memory.durable import open_append, replace_atomic, write_all
-from membot.memory.health import RedisHealth
+from membot.redis.health import RedisHealth
 from membot.usage.files import charge_from_json, charge_to_json
 from membot.usage.ledger import Charge, Kind, Row, Totals
 from membot.usage.redis import RedisLedger

@@ -1,4 +1,5 @@
-"""The health of Redis: the one circuit breaker of a process (STORAGE=redis, QUEUE=local).
+"""The health of Redis: the one circuit breaker of a process (STORAGE=redis, QUEUE=local),
+or the null object that is always up (QUEUE=redis, and no Redis at all).
 
 membot.wiring builds one `RedisHealth` and hands it to every user of Redis that answers
 through an outage: the repository (memory/resilient.py), the turn locks, the summary lease
@@ -9,7 +10,9 @@ background task probes: every `cooldown` seconds a PING; once Redis answers, the
 steps run (the spool is written back, in order) and only then does it close, with one INFO.
 
 With QUEUE=redis there is no breaker: Redis is the queue too, and an update is not answered
-without it (it waits in the stream, or in Telegram); see membot.wiring.
+without it (it waits in the stream, or in Telegram); see membot.wiring. Its users get
+`AlwaysUp` then, so they ask the same questions either way: a failure reported to it leaves
+it available, and a user that cannot go on without Redis raises StorageUnavailable.
 """
 
 from __future__ import annotations
@@ -18,26 +21,68 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from redis.exceptions import RedisError
-
-from membot.memory.base import StorageUnavailable
-from membot.memory.redis_client import UNREACHABLE
+from membot.errors import StorageUnavailable
+from membot.redis.errors import FAILURES, UNREACHABLE, reason
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 COOLDOWN = 1.0  # seconds between two probes of a server that failed
 CALL_BUDGET = 0.5  # seconds one call may take before the server counts as failed
-# What a replay retries later: the server did not answer. Any other error refuses the change.
+# What a replay retries later: the server did not answer (StorageRefused, an error answer,
+# refuses the change). What opens the breaker is any failure (errors.FAILURES): no answer,
+# or an error answer (an OOM refusal, say).
 TRANSIENT: tuple[type[BaseException], ...] = (StorageUnavailable, *UNREACHABLE)
-# What opens the breaker: no answer, or an error answer (an OOM refusal, say).
-FAILURES: tuple[type[BaseException], ...] = (*TRANSIENT, RedisError)
 
 Probe = Callable[[], Awaitable[object]]
 # A step run once Redis answers again, before it is used: how many changes it wrote.
 Recovery = Callable[[], Awaitable[int]]
+
+
+class Health(Protocol):
+    """Whether Redis may be used now, for a user of Redis that can do without it: it asks
+    first and reports its failures."""
+
+    @property
+    def budget(self) -> float | None:
+        """Seconds one call may take (None: no limit of its own)."""
+        ...
+
+    @property
+    def available(self) -> bool:
+        """False while Redis is known to be unreachable (the breaker is open)."""
+        ...
+
+    def failed(self, exc: BaseException, *, quiet: bool = False) -> None:
+        """Report a failure of Redis (the breaker opens: nobody waits on it then)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class AlwaysUp:
+    """No breaker (QUEUE=redis: an update is not answered without Redis): always available,
+    calls unbounded by a budget, a failure reported changes nothing. A user that asks
+    `available` after reporting one finds Redis still "up", so it has no way around it and
+    raises StorageUnavailable."""
+
+    budget: float | None = None
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    def failed(self, exc: BaseException, *, quiet: bool = False) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+# Stateless: one serves every user without a breaker.
+ALWAYS_UP = AlwaysUp()
 
 
 class RedisHealth:
@@ -53,7 +98,7 @@ class RedisHealth:
     ) -> None:
         self._probe = probe
         self.cooldown = cooldown
-        self.budget = budget
+        self.budget: float = budget
         self.clock = clock
         self.closed = True
         self.opened_at = 0.0  # when the outage began
@@ -80,7 +125,7 @@ class RedisHealth:
             if not quiet:
                 log.warning(
                     "Redis is unavailable (%s): answering without memory until it is back",
-                    _reason(exc),
+                    reason(exc),
                 )
         if self._reviver is None or self._reviver.done():
             self._reviver = asyncio.create_task(self._revive(), name="membot:redis-reviver")
@@ -97,7 +142,7 @@ class RedisHealth:
             self.failed(exc)
             if isinstance(exc, StorageUnavailable):
                 raise
-            raise StorageUnavailable(f"Redis failed ({_reason(exc)})") from exc
+            raise StorageUnavailable(f"Redis failed ({reason(exc)})") from exc
 
     async def recover(self) -> bool:
         """Probe now; once Redis answers, run the recovery steps, then close. Whether it is
@@ -133,10 +178,3 @@ class RedisHealth:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-
-
-def _reason(exc: BaseException) -> str:
-    """What failed, for the log: the client's own error behind a StorageUnavailable."""
-    while isinstance(exc, StorageUnavailable) and exc.__cause__ is not None:
-        exc = exc.__cause__
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
