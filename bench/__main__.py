@@ -9,7 +9,6 @@ import argparse
 import asyncio
 import datetime
 import importlib
-import inspect
 import json
 import logging
 import os
@@ -17,13 +16,12 @@ import platform
 import sys
 import tempfile
 import time
-import traceback
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench.core import Row, format_notes, format_table, normalize_row, row
+from bench.core import Row, format_notes, format_table, normalize_row
 
 RESULTS = Path(__file__).with_name("results.json")
 SECTIONS = (
@@ -62,33 +60,6 @@ def _own_section(name: str) -> Section:
     module = importlib.import_module(f"bench.{name}")
     run: Section = module.run
     return run
-
-
-def _search_rows(quick: bool) -> tuple[list[dict[str, Any]], str]:
-    """Rows of bench/search.py (written separately): ``run() -> list[dict]``, sync or async,
-    with an optional ``quick`` flag. None, with the reason, if it cannot be imported; one
-    failed row if it raises, so the other benchmarks' results are still written."""
-    try:
-        module = importlib.import_module("bench.search")
-    except ImportError as exc:
-        return [], f"bench.search not available ({exc}): skipped"
-    run = module.run
-    kwargs: dict[str, Any] = {}
-    if "quick" in inspect.signature(run).parameters:
-        kwargs["quick"] = quick
-    try:
-        result = run(**kwargs)
-        if inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
-    except Exception as exc:
-        traceback.print_exc()
-        failed = row("search", "bench/search.py", "run() failed", repr(exc), ok=False)
-        return [normalize_row(dict(failed), "search")], ""
-    return [normalize_row(dict(r), "search") for r in result], ""
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 def _cpu_model() -> str:
@@ -168,17 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only:
         started = time.perf_counter()
         print(f"running {name}...", file=sys.stderr, flush=True)
-        if name == "search":
-            # Its own entry point, outside our event loop (it may run one of its own).
-            search_rows, skipped = _search_rows(args.quick)
-            rows.extend(search_rows)
-            if skipped:
-                print(f"  {skipped}", file=sys.stderr)
-                raw["search"] = {"skipped": skipped}
-        else:
-            section_rows, section_raw = asyncio.run(_own_section(name)(args.quick))
-            rows.extend(normalize_row(dict(r), name) for r in section_rows)
-            raw[name] = section_raw
+        section_rows, section_raw = asyncio.run(_own_section(name)(args.quick))
+        rows.extend(normalize_row(dict(r), name) for r in section_rows)
+        raw[name] = section_raw
         durations[name] = round(time.perf_counter() - started, 1)
 
     print(format_table(rows))

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict
 
 from tests.fakes import FakeLLM, FakeTelegram, SentMessage
+from tests.fakes.process import membot_env
 
 from bench.report import format_number
 from membot.config import Settings, load_settings
@@ -328,8 +329,6 @@ def membot_settings(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **overrides:
 
 def process_env(tg: FakeTelegram, llm_url: str, **overrides: Any) -> dict[str, str]:
     """The environment of a membot process (`python -m membot ...`, see bench_values)."""
-    from tests.e2e.helpers import membot_env
-
     values = bench_values(tg, llm_url, **overrides)
     return membot_env(**{name: str(value) for name, value in values.items()})
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests import media_files
+from tests.fakes import media_files
 
 from bench.core import API_KEY, MODEL
 from membot.config import load_settings

@@ -44,8 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests import media_files
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, media_files
 
 from bench.core import API_KEY, MODEL, Row, percentile, row
 from membot.config import load_settings

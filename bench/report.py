@@ -1,14 +1,15 @@
 """`python -m bench.report [--check]`: docs/benchmarks.md, generated from bench/results.json.
 
 The page is never edited by hand: every figure on it comes from results.json, and the words
-around the figures live in bench/report_text.py as templates. `make bench` runs this after
+around the figures live in the Markdown template bench/benchmarks.md. `make bench` runs this after
 the benchmarks; `tests/unit/test_docs.py` fails when the committed page is not what this
 module makes of the committed results. The output depends on nothing but results.json (no
 clock, no machine lookups), so the same results always give the same page.
 
-The template syntax is described in bench/report_text.py. A figure the results lack renders as
-"(not measured)", so a run of fewer sections, or an older results file, still gives a page
-(and `missing_figures` lets the tests insist that the committed results have them all).
+The template syntax is described at the top of bench/benchmarks.md. A figure the results
+lack renders as "(not measured)", so a run of fewer sections, or an older results file, still
+gives a page (and `missing_figures` lets the tests insist that the committed results have
+them all).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.report_text import FOOTER, INTRO, SECTIONS, Section
+from bench.template import Section
+from bench.template import load as load_words
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results.json"
@@ -212,7 +214,8 @@ def render(results: dict[str, Any], missing: list[str] | None = None) -> str:
     by_section: dict[str, list[dict[str, Any]]] = {}
     for r in all_rows:
         by_section.setdefault(section_of(r), []).append(r)
-    known = [s.name for s in SECTIONS]
+    words = load_words()
+    known = [s.name for s in words.sections]
     summary = table(
         ("section", "what it measures", "targets", "measured"),
         (
@@ -222,15 +225,17 @@ def render(results: dict[str, Any], missing: list[str] | None = None) -> str:
                 targets(by_section.get(s.name, [])) if s.name in by_section else "not run",
                 describe_run(measured_on(s.name, results)) if s.name in by_section else "",
             )
-            for s in SECTIONS
+            for s in words.sections
         ),
     )
-    body = [INTRO.strip(), "## Summary", summary]
-    body.extend(render_section(s, by_section.get(s.name, []), results, missing) for s in SECTIONS)
+    body = [words.intro, "## Summary", summary]
+    body.extend(
+        render_section(s, by_section.get(s.name, []), results, missing) for s in words.sections
+    )
     for name in sorted(set(by_section) - set(known)):  # a section this page has no words for
         rows = by_section[name]
         body.append(f"## {name}\n\n{rows_table(rows)}")
-    body.append(FOOTER.strip())
+    body.append(words.footer)
     return "\n\n".join(body) + "\n"
 
 

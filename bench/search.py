@@ -1,22 +1,24 @@
 """Archive search on a long chat: index build, query latency, catch-up, recall@5; and recall
 per kind of question on the hard recall set (bench/search_recall.py).
 
-`python -m bench.search` prints a table; bench/__main__.py calls run() for the report.
+A section like the others (`python -m bench --only search`); it always runs in full, `--quick`
+or not: its figures are only comparable at full size.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import statistics
 import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from tests.search_corpus import Conversation, generate_conversation, recall_at_k
+from tests.fakes.search_corpus import Conversation, generate_conversation, recall_at_k
 
 from bench import search_recall
+from bench.core import Row, row
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
 from membot.search import HistorySearch
@@ -30,18 +32,9 @@ APPENDED = 20
 # A recall figure for the size the unit test checks, next to the one at full size.
 SMALL_MESSAGES = 5_000
 
-Row = dict[str, object]
-
 
 def _row(case: str, metric: str, value: float, unit: str, target: str) -> Row:
-    return {
-        "benchmark": BENCHMARK,
-        "case": case,
-        "metric": metric,
-        "value": round(value, 3),
-        "unit": unit,
-        "target": target,
-    }
+    return row(BENCHMARK, case, metric, round(value, 3), unit, target=target)
 
 
 async def _store(repo: FileRepository, chat_id: ConversationId, conversation: Conversation) -> None:
@@ -150,18 +143,7 @@ async def _run(root: Path) -> list[Row]:
     return rows
 
 
-def run() -> list[Row]:
+async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="membot-bench-search-") as tmp:
-        return asyncio.run(_run(Path(tmp)))
-
-
-def _print_table(rows: list[Row]) -> None:
-    columns = ["case", "metric", "value", "unit", "target"]
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
-    print("  ".join(c.ljust(widths[c]) for c in columns))
-    for row in rows:
-        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns))
-
-
-if __name__ == "__main__":
-    _print_table(run())
+        rows = await _run(Path(tmp))
+    return rows, {"messages": MESSAGES, "queries": QUERIES, "small_messages": SMALL_MESSAGES}

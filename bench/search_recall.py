@@ -1,4 +1,4 @@
-"""Recall on the hard recall set (tests/recall_corpus.py, #20), per kind of question.
+"""Recall on the hard recall set (tests/fakes/recall_corpus.py, #20), per kind of question.
 
 Rows of the `search` section (bench/search.py calls rows()): for each kind and over all,
 recall@5 and @10 of the hits, and of what search_history shows the model: the excerpts of
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.recall_corpus import KINDS, build, generate, measure
+from tests.fakes.recall_corpus import KINDS, build, generate, measure
 
+from bench.core import Row
 from membot.ids import ConversationId
 from membot.memory import FileRepository
 from membot.search import HistorySearch
@@ -24,7 +25,6 @@ CHAT_ID = ConversationId.telegram(-100_502)
 KS = (5, 10)
 SMALL_BUDGET = 500
 
-Row = dict[str, object]
 MakeRow = Callable[[str, str, float, str, str], Row]
 
 

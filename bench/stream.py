@@ -21,36 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from tests.fakes import FakeLLM, Pacing, Reply
+from tests.fakes import FakeLLM
 
+from bench import stream_telegram
 from bench.core import API_KEY, MODEL, Row, median, row
+from bench.stream_model import CASE, reply
 from membot.api.server import ApiServer
 from membot.config import load_settings
 from membot.wiring import build_core
 
 BENCH = "stream"
-CASE = "1,500 characters over 6 s, first after 0.5 s"
 API_TOKEN = "bench-stream-token-0123456789"
-ANSWER_CHARS = 1500
-PIECE = 10
-FIRST = 0.5
-TOTAL = 6.0
 CONCURRENT = 10
 ROUNDS = 3
-
-_WORDS = "the plan for your week: three sessions of squats, presses and rows, then rest; "
-
-
-def answer() -> str:
-    return (_WORDS * (ANSWER_CHARS // len(_WORDS) + 1))[:ANSWER_CHARS]
-
-
-def reply(body: dict[str, Any]) -> Reply:
-    if body.get("stream"):
-        pieces = ANSWER_CHARS // PIECE
-        pacing = Pacing(chars=PIECE, first_delay=FIRST, delay=(TOTAL - FIRST) / (pieces - 1))
-        return Reply(content=answer(), pacing=pacing)
-    return Reply(content=answer(), delay=TOTAL)
 
 
 def _free_port() -> int:
@@ -150,9 +133,6 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
         row(BENCH, CASE, "plain: CPU per message", round(cpu("plain"), 1), "ms"),
         row(BENCH, CASE, "streamed / plain: CPU", round(cpu("stream") / cpu("plain"), 2), "x"),
     ]
-    # Late import: stream_telegram takes this module's model (`reply`, CASE).
-    from bench import stream_telegram
-
     telegram_rows, telegram_raw = await stream_telegram.run(quick)
     raw = {"concurrent": count, "rounds": rounds, "runs": runs, "telegram": telegram_raw}
     return rows + telegram_rows, raw

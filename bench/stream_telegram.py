@@ -1,13 +1,13 @@
 """Streaming in Telegram: when a private chat sees the first words (the first draft), how many
 drafts an answer takes, and what drafts cost membot per message against STREAMING=false.
 
-The same fake model as bench/stream.py (1,500 characters over 6 s, the first piece after
-0.5 s; a plain call gets the whole answer after 6 s). The real bot (polling, files with
-fsync, the usage ledger) answers CONCURRENT private chats at once, each asking one question
-a round, ROUNDS rounds with STREAMING=true and =false alternately (A B A B). Time to the
-first draft and to the final message are taken at the fake Bot API from when the update was
-pushed; medians over every message. CPU per message is the process's over a round (bot,
-core, fake Telegram and fake model together)."""
+The same fake model as the API half (bench/stream_model.py: 1,500 characters over 6 s, the
+first piece after 0.5 s; a plain call gets the whole answer after 6 s). The real bot (polling,
+files with fsync, the usage ledger) answers CONCURRENT private chats at once, each asking one
+question a round, ROUNDS rounds with STREAMING=true and =false alternately (A B A B). Time to
+the first draft and to the final message are taken at the fake Bot API from when the update was
+pushed; medians over every message. CPU per message is the process's over a round (bot, core,
+fake Telegram and fake model together)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import Row, TimedTelegram, fakes, make_membot, median, row, running
-from bench.stream import CASE, reply
+from bench.stream_model import CASE, reply
 
 BENCH = "stream"
 CONCURRENT = 10

@@ -24,8 +24,9 @@ from membot.wiring import build_core
 from tests import api_support
 from tests.api_support import API_TOKEN, OTHER_TOKEN, ApiClient, ManualClock, RunningApi, StartApi
 from tests.conftest import API_KEY, StartBot
-from tests.e2e.helpers import membot_env, prompt_texts, spawn_membot, system_prompt
+from tests.e2e.helpers import prompt_texts, system_prompt
 from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.fakes.process import membot_env, spawn_membot
 
 start_api = api_support.start_api
 

@@ -1,6 +1,6 @@
 """End to end (#18): POST /api/chat with `attachments`, against the real HTTP API, the real
 core, real files (and real Redis), and the fake LLM as a real HTTP server; media made in the
-tests (tests/media_files.py)."""
+tests (tests/fakes/media_files.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 from membot.api.models import MAX_BODY_BYTES
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
-from tests import api_support, media_files
+from tests import api_support
 from tests.api_support import RunningApi, StartApi
 from tests.e2e.conftest import REDIS_URL
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, media_files
 
 start_api = api_support.start_api
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from membot.bot import texts
-from tests import media_files
 from tests.conftest import StartBot
 from tests.e2e.test_media_telegram import TEXT_ONLY, VISION
-from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes import FakeLLM, FakeTelegram, media_files
 
 CHAT = 9009
 EN, RU = texts.EN, texts.RU

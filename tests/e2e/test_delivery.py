@@ -20,8 +20,9 @@ from redis.asyncio import Redis
 
 from membot.bot.render import render
 from tests.conftest import API_KEY, TOKEN
-from tests.e2e.helpers import membot_env, roles_and_texts, spawn_membot
+from tests.e2e.helpers import roles_and_texts
 from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.fakes.process import membot_env, spawn_membot
 
 CHAT = 2401
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -25,16 +25,10 @@ from membot.bot.app import COMMANDS
 from membot.intake.journal import Journal
 from membot.memory import FileRepository
 from tests.conftest import API_KEY, TOKEN, StartBot
-from tests.e2e.helpers import (
-    HELP_TEXT,
-    membot_env,
-    meta,
-    prompt_texts,
-    roles_and_texts,
-    spawn_membot,
-)
+from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts
 from tests.e2e.test_conversation import say
 from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes.process import membot_env, spawn_membot
 
 CHAT = 1001
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests import api_support, media_files
+from tests import api_support
 from tests.api_support import API_TOKEN, Answer, ApiClient
 from tests.conftest import API_KEY
-from tests.e2e.helpers import membot_env, spawn_membot
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, media_files
+from tests.fakes.process import membot_env, spawn_membot
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/<pid>/status")
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests import media_files
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.e2e.test_drafts import ANSWER, WRITING, assert_paced
-from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.fakes import FakeLLM, FakeTelegram, Reply, media_files
 
 CHAT = 4343
 GROUP = -4344

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
-from tests import media_files
 from tests.conftest import API_KEY, TOKEN, StartBot
 from tests.e2e.conftest import REDIS_URL
-from tests.e2e.helpers import membot_env, spawn_membot, stored
+from tests.e2e.helpers import stored
 from tests.e2e.test_conversation import say
 from tests.e2e.test_media_telegram import CHAT, VISION, images_sent
 from tests.e2e.test_redis_e2e import on_redis
-from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes import FakeLLM, FakeTelegram, media_files
+from tests.fakes.process import membot_env, spawn_membot
 
 STARTUP = 60.0  # a cold `python -m membot` imports aiogram, pydantic, openai...
 

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from membot.bot import texts
-from tests import media_files
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.e2e.test_conversation import say
 from tests.e2e.test_media_telegram import CHAT, TEXT_ONLY, VISION, images_sent, last_user_text
-from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, utf16_len
+from tests.fakes import BOT_USERNAME, FakeLLM, FakeTelegram, media_files, utf16_len
 
 NOT_ALLOWED = texts.EN.NOT_ALLOWED
 GROUP = -500

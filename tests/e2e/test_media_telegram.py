@@ -1,5 +1,5 @@
 """Files over Telegram, end to end (#18): the real bot polling the fake Bot API (getFile and
-downloads of real files made in tests/media_files.py), the real core, the fake LLM's
+downloads of real files made in tests/fakes/media_files.py), the real core, the fake LLM's
 /models and /audio/transcriptions. Each kind in a private chat, every bad input answered in
 one line with nothing stored, and the next message answered as usual."""
 
@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
-from tests import media_files
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.e2e.test_conversation import say
-from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes import FakeLLM, FakeTelegram, media_files
 from tests.fakes.openai_media import Transcription
 
 CHAT = 4242

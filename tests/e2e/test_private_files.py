@@ -19,12 +19,12 @@ import pytest
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
-from tests import api_support, media_files
+from tests import api_support
 from tests.api_support import StartApi
 from tests.conftest import StartBot
-from tests.e2e.helpers import membot_env
 from tests.e2e.test_tools import native_call
-from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.fakes import FakeLLM, FakeTelegram, Reply, media_files
+from tests.fakes.process import membot_env
 from tests.private_files import mode, open_to_others, usual_umask
 
 start_api = api_support.start_api

@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 from tests.conftest import API_KEY, TOKEN
-from tests.e2e.helpers import membot_env, spawn_membot
 from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes.process import membot_env, spawn_membot
 
 ENV_EXAMPLE = Path(__file__).resolve().parents[2] / ".env.example"
 

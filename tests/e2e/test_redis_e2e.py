@@ -24,8 +24,9 @@ from membot.memory.redis import RedisRepository
 from membot.wiring import build_core
 from tests.api_support import API_TOKEN, ApiClient, free_port
 from tests.conftest import API_KEY, TOKEN, StartBot
-from tests.e2e.helpers import membot_env, prompt_texts, spawn_membot
+from tests.e2e.helpers import prompt_texts
 from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes.process import membot_env, spawn_membot
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CHAT = 9001

@@ -23,9 +23,10 @@ from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
 from tests.api_support import API_TOKEN, ApiClient, free_port
 from tests.conftest import API_KEY, TOKEN
-from tests.e2e.helpers import HELP_TEXT, membot_env, roles_and_texts
+from tests.e2e.helpers import HELP_TEXT, roles_and_texts
 from tests.e2e.test_drafts import ANSWER, WRITING
 from tests.fakes import FakeLLM, FakeTelegram, Pacing, Reply
+from tests.fakes.process import membot_env
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/0"

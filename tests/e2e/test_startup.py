@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.e2e.helpers import membot_env, spawn_membot
 from tests.fakes import FakeTelegram
+from tests.fakes.process import membot_env, spawn_membot
 
 
 async def run_membot(tmp_path: Path, api_base: str, token: str) -> tuple[int, str]:

@@ -20,12 +20,11 @@ from membot.bot import texts
 from membot.core.prompt import STOPPED_NOTE
 from membot.memory.redis import RedisRepository
 from membot.roles.process import Process
-from tests import media_files
 from tests.conftest import RunningBot, StartBot
 from tests.e2e.helpers import meta, stored
 from tests.e2e.test_queue import queued
 from tests.e2e.test_webhook import StartHooked, start_hooked
-from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply
+from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply, media_files
 
 __all__ = ["start_hooked"]  # a fixture, used by name
 

@@ -12,9 +12,10 @@ import signal
 from pathlib import Path
 
 from tests.conftest import API_KEY, TOKEN
-from tests.e2e.helpers import HELP_TEXT, membot_env, roles_and_texts, spawn_membot
+from tests.e2e.helpers import HELP_TEXT, roles_and_texts
 from tests.e2e.test_drafts import ANSWER, WRITING
 from tests.fakes import FakeLLM, FakeTelegram, Pacing, Reply
+from tests.fakes.process import membot_env, spawn_membot
 
 CHAT = 1901
 QUESTION = "plan my week"

@@ -1,4 +1,6 @@
-"""Local HTTP fakes of the Telegram Bot API and an OpenAI-compatible LLM endpoint."""
+"""What the tests and the bench share: local HTTP fakes of the Telegram Bot API and an
+OpenAI-compatible LLM endpoint, generated media files and search corpora, and a membot
+process's environment. bench/ imports nothing else from `tests`."""
 
 from tests.fakes.openai_media import Transcription
 from tests.fakes.openai_server import FakeLLM, Reply, Responder

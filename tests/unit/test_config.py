@@ -22,7 +22,7 @@ BASE_ENV_FIELDS = {k.lower(): v for k, v in BASE_ENV.items()}
 def run_membot(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     names = set(env_names())
     clean = {k: v for k, v in os.environ.items() if k.upper() not in names}
-    clean.pop("PYTHONDONTWRITEBYTECODE", None)  # see tests/e2e/helpers.py: membot_env
+    clean.pop("PYTHONDONTWRITEBYTECODE", None)  # see tests/fakes/process.py: membot_env
     clean.update(env)
     return subprocess.run(
         [sys.executable, "-m", "membot", *args],

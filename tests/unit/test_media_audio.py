@@ -7,7 +7,7 @@ import io
 
 import av
 import pytest
-from tests import media_files
+from tests.fakes import media_files
 
 from membot.media.audio import AudioClip, prepare_audio
 from membot.media.errors import AudioTooLong, BrokenFile, MediaError, NoAudio, NotThatKind

@@ -8,7 +8,7 @@ import random
 import time
 
 import pytest
-from tests import media_files
+from tests.fakes import media_files
 
 from membot.media.documents import Document, classify, read_document
 from membot.media.errors import (

@@ -11,7 +11,7 @@ import traceback
 
 import pytest
 from PIL import Image
-from tests import media_files
+from tests.fakes import media_files
 
 from membot.media.errors import BrokenFile, FileTooBig, ImageTooLarge, NotThatKind
 from membot.media.images import (

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from tests import media_files
+from tests.fakes import media_files
 
 from membot.media.errors import BrokenFile, TooComplex
 from membot.media.pdf import PdfProcesses

@@ -11,8 +11,7 @@ from decimal import Decimal
 
 import pytest
 from pydantic import SecretStr
-from tests import media_files
-from tests.fakes import FakeLLM, Transcription
+from tests.fakes import FakeLLM, Transcription, media_files
 
 from membot.config import LlmSettings
 from membot.llm.errors import LLMError, LLMRateLimited, LLMRejected, LLMUnavailable

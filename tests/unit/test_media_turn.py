@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from tests import media_files
-from tests.fakes import FakeLLM
+from tests.fakes import FakeLLM, media_files
 from tests.fakes.openai_media import Transcription
 
 from membot.clock import utc_now

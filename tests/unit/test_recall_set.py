@@ -1,4 +1,4 @@
-"""The recall set of #20 (tests/recall_corpus.py): hard by construction, as the issue asks,
+"""The recall set of #20 (tests/fakes/recall_corpus.py): hard by construction, as the issue asks,
 and today's recall per kind held as floors, so that a change that loses recall fails here.
 
 The index is built and every question searched once per module (a few seconds)."""
@@ -12,8 +12,8 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from tests.recall_corpus import KINDS, Question, RecallSet, build, generate, measure, table
-from tests.recall_items import PEOPLE
+from tests.fakes.recall_corpus import KINDS, Question, RecallSet, build, generate, measure, table
+from tests.fakes.recall_items import PEOPLE
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message

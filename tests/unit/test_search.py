@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.search_corpus import FACTS, generate_conversation, recall_at_k
+from tests.fakes.search_corpus import FACTS, generate_conversation, recall_at_k
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from tests.search_corpus import generate_conversation
+from tests.fakes.search_corpus import generate_conversation
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message

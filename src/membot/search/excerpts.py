@@ -28,7 +28,7 @@ DEFAULT_BUDGET_TOKENS = 2000
 #: How many ranked candidates a budget is filled from (the index's most).
 CANDIDATES = 50
 #: Indexed messages shown before and after a hit. After: an answer follows the question whose
-#: words found it. Not before: measured on tests/recall_corpus.py, the one before found no
+#: words found it. Not before: measured on tests/fakes/recall_corpus.py, the one before found no
 #: more needed turns for its cost (with the contextual index, a message whose neighbours hold
 #: the words is a candidate itself), except when it is a question by someone else that the
 #: hit answers: "At nine" means nothing without "When does the museum open?".

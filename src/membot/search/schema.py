@@ -29,7 +29,7 @@ SENDER_WEIGHT = 8.0
 # question often sit in the turn before the answer ("How was the concert?" / "Amazing, the
 # whole first album"). The turn before says what a message answers or takes up; the one
 # after only how it was taken, weaker evidence of what it is about; both are weaker than the
-# message's own words. Measured on tests/recall_corpus.py (docs/architecture.md): one turn
+# message's own words. Measured on tests/fakes/recall_corpus.py (docs/architecture.md): one turn
 # each side; the one before at 0.3 and the one after at 0.1 found the most over all kinds of
 # question, more weight crowds out hits of their own with the neighbours of a strong one.
 NEIGHBOURS: tuple[tuple[int, float], ...] = ((-1, 0.3), (1, 0.1))

@@ -1,4 +1,5 @@
-"""The planted facts of the recall set (tests/recall_corpus.py places them in a long group chat).
+"""The planted facts of the recall set (tests/fakes/recall_corpus.py places them in a long group
+chat).
 
 Written by hand so that each kind is hard the way real conversations are (issue #20):
 - NEIGHBOUR: the question's words are in the turn before the answer, none in the answer;

@@ -1,5 +1,5 @@
 """A hard recall set for archive search (#20): a long group chat over fourteen months, and
-questions whose answers are known turns, in five kinds (tests/recall_items.py):
+questions whose answers are known turns, in five kinds (tests/fakes/recall_items.py):
 
 - neighbour:  the question's words are in the turn before the answer (`cue`), none in it;
 - multi:      the answer needs two or three turns said on different days;
@@ -21,7 +21,7 @@ among the lines of `recall`'s excerpts at the default budget (what search_histor
 model: the hits with their neighbours); `*_all` the share of questions with every needed
 turn found (differs from the turn share for `multi` only); `budget_turns` how many turns
 were shown. With another budget of N tokens the keys end in `:N` (`budget:500`).
-`uv run python -m tests.recall_corpus` prints the figures of the search as it is.
+`uv run python -m tests.fakes.recall_corpus` prints the figures of the search as it is.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from membot.memory import Message
 from membot.memory.base import ChatRepository
 from membot.search import Excerpt, HistorySearch, SearchHit
 from membot.search.text import STOPWORDS, stems, words
-from tests.recall_items import (
+from tests.fakes.recall_items import (
     MULTI,
     NEIGHBOUR,
     PARAPHRASE,
@@ -475,7 +475,7 @@ async def _main() -> None:
 
 
 if __name__ == "__main__":
-    # `uv run python -m tests.recall_corpus`: today's figures, for tuning search against.
+    # `uv run python -m tests.fakes.recall_corpus`: today's figures, for tuning search against.
     import asyncio
 
     asyncio.run(_main())
