@@ -1,5 +1,5 @@
 """A TCP proxy in front of Redis that loses one reply, for the tests of what a lost reply
-must not break (the queue's reads, the turn lock)."""
+must not break (the stream's reads, the turn lock)."""
 
 from __future__ import annotations
 

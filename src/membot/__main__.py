@@ -201,7 +201,7 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run())
-    except ConfigError as exc:  # found at start-up (the queue's shard count, say)
+    except ConfigError as exc:  # found at start-up (the stream's shard count, say)
         print(f"membot: {exc}", file=sys.stderr)
         return 2
     except TelegramUnauthorizedError:

@@ -5,7 +5,7 @@ With STORAGE=redis this is where the process's one Redis client is made, and its
 object (membot/redis/health.py: with QUEUE=local the circuit breaker, else the null object
 that is always up); both are handed explicitly to every user of Redis and kept on `Core`
 (`core.redis`, `core.health`) for the front doors' own users (Telegram's shared limits, the
-queue, the API's sessions)."""
+stream, the API's sessions)."""
 
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 # Behind the breaker a dead Redis must cost an answer about half a second at most.
 REDIS_CONNECT_TIMEOUT = 0.25
 REDIS_SOCKET_TIMEOUT = 0.5
-# With QUEUE=redis there is no breaker: a failed call leaves the update in the queue, to be
+# With QUEUE=redis there is no breaker: a failed call leaves the update in the stream, to be
 # tried again, so calls get the client's usual timeouts and retries. The same client reads
-# the queue, whose reads block for up to 1 s (intake/redis.py BLOCK_MS): that fits within
+# the stream, whose reads block for up to 1 s (intake/redis.py BLOCK_MS): that fits within
 # the socket timeout, with the 3 s any other call gets on top.
 QUEUE_CONNECT_TIMEOUT = 1.0
 QUEUE_SOCKET_TIMEOUT = 4.0
@@ -177,7 +177,7 @@ class Core:
     service: ConversationService
     ledger: UsageLedger
     quota: Quota
-    # STORAGE=redis: the process's one client (shared limits, the queue use it too) and its
+    # STORAGE=redis: the process's one client (shared limits, the stream use it too) and its
     # health object (with QUEUE=local the breaker; without Redis, always up).
     redis: Redis | None = None
     health: Health = ALWAYS_UP

@@ -130,7 +130,7 @@ async def test_damaged_archive_at_startup_is_read_around_and_repaired(
 
 
 def text_update(update_id: int, chat: int, message_id: int, text: str) -> dict[str, Any]:
-    """A private text message as Telegram sends it (and as the inbox journals it)."""
+    """A private text message as Telegram sends it (and as the journal keeps it)."""
     user = {"id": chat, "is_bot": False, "first_name": "Alice"}
     message = {
         "message_id": message_id,
@@ -176,7 +176,7 @@ async def test_a_message_received_before_a_crash_is_answered_once_after_it(
     ]
 
 
-async def test_handled_messages_do_not_stay_in_the_inbox(
+async def test_handled_messages_do_not_stay_in_the_journal(
     tg: FakeTelegram, start_bot: StartBot, data_dir: Path
 ) -> None:
     await start_bot()
@@ -306,7 +306,7 @@ async def test_kill_9_under_load_loses_no_message_and_answers_none_twice(
                 assert 1 <= entry["covers_from"] <= entry["covers_to"] <= len(lines)
 
     # The killed bot had fetched (and so confirmed) every update: Telegram will not send the
-    # unanswered ones again. A new bot on the same DATA_DIR answers them from its inbox.
+    # unanswered ones again. A new bot on the same DATA_DIR answers them from its journal.
     assert tg.pending_updates() == 0
     await start_bot(window_size=50, summary_every=SUMMARY_EVERY)
     for chat in CHATS:

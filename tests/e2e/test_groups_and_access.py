@@ -59,7 +59,7 @@ async def test_group_answers_a_mention_and_ignores_chatter(
     assert (lines[0]["user_id"], lines[0]["name"]) == (502, "Carol")
     # In a group the answer is threaded under the question it answers.
     assert answer.reply_to_message_id == lines[0]["tg_message_id"]
-    # Chatter leaves no trace on disk, not even in the inbox journal.
+    # Chatter leaves no trace on disk, not even in the journal.
     assert "lunch" not in (data_dir / "inbox.jsonl").read_text()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from membot.memory.redis import RedisRepository
 from tests.conftest import StartBot
-from tests.e2e.test_queue import queued
+from tests.e2e.test_stream_intake import queued
 from tests.fakes import FakeLLM, FakeTelegram
 
 CHAT = 4004

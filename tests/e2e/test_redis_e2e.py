@@ -47,7 +47,7 @@ async def say(tg: FakeTelegram, chat: int, text: str, timeout: float = 10.0) -> 
 
 
 def conversation_files(data_dir: Path) -> list[str]:
-    """What of a conversation lies under DATA_DIR (the search cache and inbox do not count)."""
+    """What of a conversation lies under DATA_DIR (the search cache, the journal: not counted)."""
     names = {"messages.txt", "meta.json", "summary.txt", "summaries.log", "facts.json"}
     return sorted(str(p) for p in data_dir.rglob("*") if p.name in names)
 

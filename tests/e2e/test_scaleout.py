@@ -85,7 +85,7 @@ class Cluster:
         return "".join(self.output[name])
 
     def describe(self) -> str:
-        """Each process's warnings and queue events in full (what explains a failure), then
+        """Each process's warnings and intake events in full (what explains a failure), then
         the end of its log."""
 
         def notable(line: str) -> bool:
@@ -162,7 +162,7 @@ async def start(cluster: Cluster, tg: FakeTelegram, *, webhook: bool = False) ->
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{cluster.describe()}") from None
     for n in range(3):
-        await cluster.wait_for_line(f"worker{n}", "queue: worker")
+        await cluster.wait_for_line(f"worker{n}", "stream: worker")
 
 
 def push_bursts(tg: FakeTelegram) -> dict[int, list[str]]:

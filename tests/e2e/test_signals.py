@@ -3,7 +3,7 @@ more than `kill -9` does.
 
 One Ctrl-C (or SIGTERM) lets the answers in progress finish; duplicates arriving together (a
 terminal's process group, a wrapper forwarding the same Ctrl-C) are that one stop; a later
-second one cuts the answers in progress short and leaves their updates in the inbox
+second one cuts the answers in progress short and leaves their updates in the journal
 (QUEUE=local) or on the stream (QUEUE=redis), answered once after the restart."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ async def test_a_second_ctrl_c_leaves_the_answer_in_flight_to_the_restart(
     output = log.read_text()
     assert bot.returncode == 0, output
     assert "Traceback" not in output, output
-    # Nothing of it sent or stored; Telegram counts it delivered: the inbox has it.
+    # Nothing of it sent or stored; Telegram counts it delivered: the journal has it.
     assert tg.messages_to(CHAT) == []
     assert roles_and_texts(data_dir, CHAT) == []
     assert tg.pending_updates() == 0

@@ -22,7 +22,7 @@ from membot.memory.redis import RedisRepository
 from membot.roles.process import Process
 from tests.conftest import RunningBot, StartBot
 from tests.e2e.helpers import meta, stored
-from tests.e2e.test_queue import queued
+from tests.e2e.test_stream_intake import queued
 from tests.e2e.test_webhook import StartHooked, start_hooked
 from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply, media_files
 
@@ -161,7 +161,7 @@ async def test_stop_through_the_webhook(
 
 
 @pytest.mark.parametrize("roles", ["run", "receive+worker"])
-async def test_stop_with_the_redis_queue(
+async def test_stop_with_the_redis_stream(
     tg: FakeTelegram,
     llm: FakeLLM,
     start_bot: StartBot,

@@ -3,7 +3,7 @@ kill -9 while the draft of an answer is on screen; nothing of that answer (nor i
 is on disk, and the restarted bot answers the update once, whole, and stores it once.
 
 The draft is a preview: the answer is stored before it is sent, so a kill before the end of
-the stream leaves nothing half-stored, and the update, kept in the inbox (DATA_DIR/inbox.jsonl)
+the stream leaves nothing half-stored, and the update, kept in the journal (DATA_DIR/inbox.jsonl)
 before Telegram was told it arrived, is answered by the next run."""
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ async def test_a_kill_mid_stream_stores_nothing_and_the_restart_answers_once(
     chat_dir = data_dir / str(CHAT)
     files = [p for p in chat_dir.rglob("*") if p.is_file()] if chat_dir.exists() else []
     assert not any(b"step0" in p.read_bytes() for p in files), files
-    # Telegram was told the update arrived: it will not send it again; the inbox has it.
+    # Telegram was told the update arrived: it will not send it again; the journal has it.
     assert tg.pending_updates() == 0
 
     with open(stderr_path, "ab") as stderr:

@@ -20,8 +20,8 @@ from membot.memory.redis import RedisRepository
 from membot.roles.process import Process
 from tests.api_support import free_port
 from tests.conftest import RunningBot, StartBot
-from tests.e2e.test_queue import queued, stream_lengths
 from tests.e2e.test_redis_outage import PrivateRedis, redis_server, redis_settings
+from tests.e2e.test_stream_intake import queued, stream_lengths
 from tests.fakes import FakeLLM, FakeTelegram
 
 __all__ = ["redis_server"]  # a fixture, used by name
@@ -133,8 +133,8 @@ async def test_while_redis_refuses_the_update_telegram_is_told_to_send_it_again(
         lambda: any(d.update_id == update_id and d.status >= 500 for d in tg.webhook_deliveries),
         what="the webhook to refuse the update with an error status",
     )
-    assert len(tg.messages_to(CHAT)) == 1  # nothing answered without the queue
-    await redis_server.start()  # the same port and append-only file: the queue is back
+    assert len(tg.messages_to(CHAT)) == 1  # nothing answered without the stream
+    await redis_server.start()  # the same port and append-only file: the stream is back
     sent = await tg.wait_for_messages(CHAT, 2, timeout=20)
     assert [m.text for m in sent] == ["ANSWER: before", "ANSWER: during"]
     statuses = [d.status for d in tg.webhook_deliveries if d.update_id == update_id]
@@ -148,7 +148,7 @@ async def test_while_redis_refuses_the_update_telegram_is_told_to_send_it_again(
 async def test_a_single_process_takes_a_webhook_too(
     tg: FakeTelegram, llm: FakeLLM, start_hooked: StartHooked, data_dir: Path
 ) -> None:
-    await start_hooked()  # QUEUE=local: the file inbox keeps the update before the 200
+    await start_hooked()  # QUEUE=local: the journal keeps the update before the 200
     for i in range(3):
         tg.push_text(CHAT, f"l{i}")
     sent = await tg.wait_for_messages(CHAT, 3)

@@ -207,7 +207,7 @@ def test_webhook_settings_give_the_path_to_listen_at() -> None:
     assert "s3cret" not in masked(settings)["WEBHOOK_SECRET"]
 
 
-def test_worker_and_receive_need_the_redis_queue(tmp_path: Path) -> None:
+def test_worker_and_receive_need_the_redis_stream(tmp_path: Path) -> None:
     result = run_membot(tmp_path, BASE_ENV, "worker")
     assert result.returncode == 2
     assert result.stderr.strip() == "membot: QUEUE is invalid: `membot worker` needs QUEUE=redis"

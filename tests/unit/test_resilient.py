@@ -445,7 +445,7 @@ async def test_spooled_turns_are_read_back_while_down_even_after_a_restart(
     assert await second.check() is False  # the spool cannot be written: still down
     stored = await second.tail(CID, 10)
     assert texts(stored) == ["during", "re: during"]
-    assert [m.tg_message_id for m in stored if m.role == "user"] == [42]  # inbox: answered
+    assert [m.tg_message_id for m in stored if m.role == "user"] == [42]  # the journal: answered
     assert texts(await second.tail(CID, 1)) == ["re: during"]  # the last `limit`
     assert texts((await second.context(CID, 10)).history) == ["during", "re: during"]
 

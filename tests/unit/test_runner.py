@@ -2,7 +2,7 @@
 order, chats side by side, every update done once handled (a failed one too: the journal
 does not retry, the bot apologised), and everything put answered before the runner stops.
 
-tests/unit/test_queue.py runs the same runner over the Redis stream."""
+tests/unit/test_stream.py runs the same runner over the Redis stream."""
 
 from __future__ import annotations
 

@@ -178,7 +178,7 @@ class MembotApp:
 
 
 def _shared(settings: Settings, core: Core) -> tuple[Redis, str] | None:
-    """Telegram's limits are counted in Redis when processes answer from one queue."""
+    """Telegram's limits are counted in Redis when processes answer from one stream."""
     if core.redis is None or settings.queue.backend != "redis":
         return None
     return core.redis, settings.redis.prefix

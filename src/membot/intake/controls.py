@@ -95,7 +95,7 @@ class RedisControls:
             message = await self._pubsub.get_message(timeout=LISTEN_TIMEOUT)
         except (RedisError, OSError) as exc:
             await self.close()
-            with unavailable("queue control"):
+            with unavailable("stream control"):
                 raise exc
         if message is None or message.get("type") != "message":
             return []
@@ -103,7 +103,7 @@ class RedisControls:
             update = json.loads(message["data"])
             return [entry_of(update, message["data"])]
         except (ValueError, KeyError, TypeError):
-            log.warning("queue: a control message that is not an update was ignored")
+            log.warning("stream: a control message that is not an update was ignored")
             return []
 
     async def close(self) -> None:
@@ -112,4 +112,4 @@ class RedisControls:
             try:
                 await pubsub.aclose()  # type: ignore[no-untyped-call]
             except (RedisError, OSError) as exc:
-                log.debug("queue: closing the control channel: %s", type(exc).__name__)
+                log.debug("stream: closing the control channel: %s", type(exc).__name__)

@@ -128,7 +128,7 @@ class Journal:
         try:
             await self.record(lines)
         except OSError as exc:
-            raise IntakeUnavailable(f"inbox: {exc.strerror or exc}") from None
+            raise IntakeUnavailable(f"journal: {exc.strerror or exc}") from None
         for update in fresh:
             update_id = int(update["update_id"])
             line = lines.get(update_id)
@@ -243,7 +243,7 @@ class Journal:
                 skipped += 1
                 continue
             if self._readable is not None and not self._readable(record):
-                log.warning("inbox: skipping update %s: it no longer reads", record["update_id"])
+                log.warning("journal: skipping update %s: it no longer reads", record["update_id"])
                 skipped += 1
                 continue
             if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
@@ -256,7 +256,7 @@ class Journal:
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
         if replay or skipped:
             log.warning(
-                "inbox: %d message(s) received before a crash or a hurried stop and never "
+                "journal: %d message(s) received before a crash or a hurried stop and never "
                 "answered are answered now; %d other update(s) from then are not replayed",
                 len(replay),
                 skipped,

@@ -56,5 +56,5 @@ def read(path: Path) -> tuple[list[dict[str, Any]], set[int], int]:
                 seen.add(int(record["update_id"]))
                 records.append(record)
         except (ValueError, KeyError, TypeError, AttributeError):
-            log.warning("inbox: skipping a torn or corrupt line")
+            log.warning("journal: skipping a torn or corrupt line")
     return records, done, len(raw)

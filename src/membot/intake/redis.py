@@ -74,14 +74,14 @@ class StreamIntake:
     # -- life cycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        with unavailable("queue"):
+        with unavailable("stream"):
             await self.stream.prepare()
             if self.leases is None:
                 return
             await self.controls.listen()
             await self._rebalance()
-        self._balancer = asyncio.create_task(self._balance_loop(), name="queue-balance")
-        log.info("queue: worker %s started", self.consumer)
+        self._balancer = asyncio.create_task(self._balance_loop(), name="stream-balance")
+        log.info("stream: worker %s started", self.consumer)
 
     async def stop(self) -> None:
         """Take nothing more; the others rebalance without waiting for this one's lease."""
@@ -103,7 +103,7 @@ class StreamIntake:
                 await self.leases.release(shard)
         self.owned.clear()
         self._draining.clear()
-        log.info("queue: worker %s stopped", self.consumer)
+        log.info("stream: worker %s stopped", self.consumer)
 
     # -- putting -----------------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class StreamIntake:
                 self.owned.discard(shard)
                 self._draining.add(shard)
             elif not await self.leases.hold(shard):
-                log.warning("queue: lost shard %d to another worker", shard)
+                log.warning("stream: lost shard %d to another worker", shard)
                 self._give_up(shard)
         for shard in sorted(self._draining):
             if shard in mine:
@@ -158,7 +158,7 @@ class StreamIntake:
                 await self.stream.ensure_group(shard)
                 orphans = await self.stream.claim(self.consumer, shard)
                 if orphans:
-                    log.info("queue: shard %d: took over %d update(s)", shard, len(orphans))
+                    log.info("stream: shard %d: took over %d update(s)", shard, len(orphans))
                 self.owned.add(shard)
                 self._taken[shard] += 1
                 self._claimed.extend(orphans)
@@ -222,7 +222,7 @@ class StreamIntake:
         except ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
-            log.warning("queue: the consumer groups are gone (Redis lost its data?): remade")
+            log.warning("stream: the consumer groups are gone (Redis lost its data?): remade")
             for shard in shards:
                 await self.stream.ensure_group(shard)
             return []
@@ -272,7 +272,7 @@ class StreamIntake:
             if not again:
                 if entry.shard in self.owned | self._draining:  # said once per shard
                     log.warning(
-                        "queue: shard %d has another holder now; its updates are left to it",
+                        "stream: shard %d has another holder now; its updates are left to it",
                         entry.shard,
                     )
                 self._give_up(entry.shard)
@@ -290,9 +290,9 @@ class StreamIntake:
     def outage(self, exc: BaseException) -> None:
         if not self._down:
             self._down = True
-            log.warning("queue: Redis is unreachable (%s); retrying", type(exc).__name__)
+            log.warning("stream: Redis is unreachable (%s); retrying", type(exc).__name__)
 
     def up(self) -> None:
         if self._down:
             self._down = False
-            log.warning("queue: Redis is back")
+            log.warning("stream: Redis is back")

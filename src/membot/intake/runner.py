@@ -216,7 +216,7 @@ class Runner:
                     return
                 if not transient(exc):
                     log.error(
-                        "queue: update %s failed for good (%s); acknowledged",
+                        "intake: update %s failed for good (%s); acknowledged",
                         group[0].update_id,
                         type(exc).__name__,
                     )

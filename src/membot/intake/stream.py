@@ -1,4 +1,4 @@
-"""The update queue in Redis Streams (QUEUE=redis): what the receiver adds and workers take.
+"""The stream (QUEUE=redis): the intake in Redis Streams, what the receiver adds and workers take.
 
 Updates are spread over `QUEUE_SHARDS` streams by chat, `{REDIS_PREFIX}q:s:<n>`, each read
 through one consumer group, `workers`. A shard is read by one worker at a time (intake/shards.py
@@ -110,7 +110,7 @@ READ_TOKEN_MS = 600_000
 
 
 class QueueMismatch(ConfigError):
-    """The queue in Redis was made with another shard count than this process's settings."""
+    """The stream in Redis was made with another shard count than this process's settings."""
 
 
 class UpdateStream:
@@ -143,7 +143,7 @@ class UpdateStream:
         stored = int(await self.client.get(key) or self.shards)
         if stored != self.shards:
             raise QueueMismatch(
-                f"QUEUE_SHARDS is invalid: the queue in Redis has {stored} shards, this "
+                f"QUEUE_SHARDS is invalid: the stream in Redis has {stored} shards, this "
                 f"process is set to {self.shards} (every process must use the same)"
             )
         for shard in range(self.shards):
@@ -226,7 +226,7 @@ class UpdateStream:
                 if fields
             )
             if deleted:
-                log.warning("queue: %d entr(ies) of shard %d were lost", len(deleted), shard)
+                log.warning("stream: %d entr(ies) of shard %d were lost", len(deleted), shard)
             if start == "0-0":
                 return claimed
 
@@ -235,14 +235,14 @@ class UpdateStream:
 
     async def fence(self, entry: Entry, lease_key: str) -> tuple[str | None, str | None]:
         """The holder of the entry's shard and the entry's mark, read together."""
-        with unavailable("queue"):
+        with unavailable("stream"):
             owner, mark = await self.client.mget(lease_key, self.mark_key(entry.update_id))
         return _text(owner), _text(mark)
 
     async def ack(self, entry: Entry) -> None:
         """The update is handled: mark it, acknowledge it, delete it, in one step."""
         keys = [self.key(entry.shard), self.mark_key(entry.update_id)]
-        with unavailable("queue"):
+        with unavailable("stream"):
             await self._ack(keys=keys, args=[GROUP, entry.entry_id, MARK_TTL_MS])
 
     async def forget_consumers(self, shard: int, keep: set[str]) -> None:

@@ -3,7 +3,7 @@
 It listens on WEBHOOK_HOST:WEBHOOK_PORT at the path of WEBHOOK_URL (a reverse proxy maps the
 public address to it). A request must carry WEBHOOK_SECRET in Telegram's
 `X-Telegram-Bot-Api-Secret-Token` header, or it gets 401 and nothing is kept. The answer is
-200 only once the update is kept (in the Redis stream, or in the file inbox with
+200 only once the update is kept (in the Redis stream, or in the journal with
 QUEUE=local: the intake's `put`); when that fails it is 503, and Telegram delivers the
 update again later. The URL is registered with Telegram verbatim once the server listens.
 """

@@ -1,4 +1,4 @@
-"""Durability primitives shared by the file backend and the inbox (blocking: worker threads).
+"""Durability primitives shared by the file backend and the journal (blocking: worker threads).
 
 append_lines     whole lines onto an O_APPEND file, fdatasync'd; a torn last line (a
                  write cut short by a crash) is terminated first, never glued onto

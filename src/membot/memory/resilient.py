@@ -8,7 +8,7 @@ answered without Redis:
 
 - reads answer as for an unknown conversation (no summary, no facts; its meta `degraded`,
   so nothing is built on its state), except that `tail` and `context` include the
-  conversation's turns still in the spool (read-your-writes: the inbox sees them answered);
+  conversation's turns still in the spool (read-your-writes: the journal sees them answered);
   except `get_meta` of an API session, which raises StorageUnavailable: a session's next
   round without its session would be a wrong answer;
 - files (`put_file`, `get_file`: images, documents' text) are not spooled: both raise

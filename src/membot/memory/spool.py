@@ -126,7 +126,7 @@ class Spool:
     def turns(self, cid: ConversationId, limit: int) -> list[Message]:
         """The conversation's turns still pending, oldest first, the last `limit` (what came
         before a pending reset is gone); seqs are provisional. Read-your-writes while the
-        server is down: the inbox's "was this answered?" sees them."""
+        server is down: the journal's "was this answered?" sees them."""
         messages: list[Message] = []
         for change in self.pending:
             if change.cid != cid:

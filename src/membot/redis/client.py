@@ -2,7 +2,7 @@
 
 A process has one client, built by membot.wiring from the settings and handed to every user
 of Redis (the repository, the turn locks, the summary lease, the usage ledger, Telegram's
-shared limits, the queue). What a call may cost is bounded here (timeouts, retries) and in
+shared limits, the stream). What a call may cost is bounded here (timeouts, retries) and in
 membot/redis/errors.py (a whole call's deadline).
 """
 
@@ -33,7 +33,7 @@ def create_client(
     retries: int = RETRIES,
 ) -> Redis:
     """One pool, explicit timeouts and bounded retries; connects on first use, not here.
-    (membot.wiring chooses them: short behind the breaker, longer for the queue.)"""
+    (membot.wiring chooses them: short behind the breaker, longer for the stream.)"""
     pool = BlockingConnectionPool.from_url(
         url,
         max_connections=MAX_CONNECTIONS,

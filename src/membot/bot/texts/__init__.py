@@ -23,7 +23,7 @@ def get(language: str | None) -> Texts:
 
 
 # The English words under the module-level names they had when the bot spoke only English:
-# what needs no language (the command menu, the inbox's list of commands) and tests read.
+# what needs no language (the command menu, the journal's list of commands) and tests read.
 START = EN.START
 HELP = EN.HELP
 RESET_DONE = EN.RESET_DONE

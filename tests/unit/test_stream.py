@@ -2,7 +2,7 @@
 and workers (the runner taking from the stream) sharing shards, taking over a dead one's
 updates, and trying a failed update again.
 
-The handler here records what it was given; tests/e2e/test_queue.py and test_scaleout.py run
+The handler here records what it was given; tests/e2e/test_stream_intake.py and test_scaleout.py run
 the real bot."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The durable inbox's journal: written before use, read back after a crash, emptied when done."""
+"""The journal (QUEUE=local): written before use, read back after a crash, emptied when done."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from membot.intake.journal import COMPACT_BYTES, INBOX, Journal
 from membot.memory import FileRepository, Message
 
 
-def Inbox(data_dir: Path) -> Journal:
+def opened(data_dir: Path) -> Journal:
     return Journal(data_dir, commands=COMMANDS)
 
 
@@ -43,13 +43,13 @@ def raw(update_id: int, text: str, chat: int = 5, message_id: int | None = None)
 
 
 async def test_a_batch_is_on_disk_when_put_returns(tmp_path: Path) -> None:
-    inbox = Inbox(tmp_path / "data")  # DATA_DIR does not exist yet on a first start
-    await inbox.put([update(1, "one"), update(2, "two")])
+    journal = opened(tmp_path / "data")  # DATA_DIR does not exist yet on a first start
+    await journal.put([update(1, "one"), update(2, "two")])
     lines = (tmp_path / "data" / INBOX).read_text().splitlines()
     assert [json.loads(line)["message"]["text"] for line in lines] == ["one", "two"]
 
 
-def journal(path: Path) -> list[Any]:
+def on_disk(path: Path) -> list[Any]:
     """Each line: an update id, or ("done", [ids])."""
     out: list[Any] = []
     for line in (path / INBOX).read_text().splitlines():
@@ -61,22 +61,22 @@ def journal(path: Path) -> list[Any]:
 async def test_done_marks_ride_along_and_the_journal_holds_only_what_is_in_flight(
     tmp_path: Path,
 ) -> None:
-    inbox = Inbox(tmp_path)
-    await inbox.put([update(1, "one"), update(2, "two")])
-    await inbox.done(entry(1))
-    await inbox.put([update(3, "three")])
-    assert journal(tmp_path) == [1, 2, ("done", [1]), 3]
+    journal = opened(tmp_path)
+    await journal.put([update(1, "one"), update(2, "two")])
+    await journal.done(entry(1))
+    await journal.put([update(3, "three")])
+    assert on_disk(tmp_path) == [1, 2, ("done", [1]), 3]
     # Past COMPACT_BYTES the journal is rewritten with the updates still pending only.
-    await inbox.done(entry(3))
-    await inbox.put([update(4, "x" * COMPACT_BYTES)])
-    assert journal(tmp_path) == [2, 4]
+    await journal.done(entry(3))
+    await journal.put([update(4, "x" * COMPACT_BYTES)])
+    assert on_disk(tmp_path) == [2, 4]
     # Once nothing is in flight, nothing handled stays on disk.
-    await inbox.done(entry(2))
-    assert journal(tmp_path) == [2, 4]  # its done mark waits for the next batch
-    await inbox.done(entry(4))
-    assert journal(tmp_path) == []
-    await inbox.put([update(5, "five")])
-    assert journal(tmp_path) == [5]
+    await journal.done(entry(2))
+    assert on_disk(tmp_path) == [2, 4]  # its done mark waits for the next batch
+    await journal.done(entry(4))
+    assert on_disk(tmp_path) == []
+    await journal.put([update(5, "five")])
+    assert on_disk(tmp_path) == [5]
 
 
 async def test_after_a_crash_only_unanswered_text_is_replayed(
@@ -97,30 +97,30 @@ async def test_after_a_crash_only_unanswered_text_is_replayed(
         + "\n"
         + '{"update_id": 13, "mess'  # torn by the crash
     )
-    inbox = Inbox(tmp_path)
+    journal = opened(tmp_path)
     with caplog.at_level(logging.WARNING):
-        replay = await inbox.unanswered(repo)
+        replay = await journal.unanswered(repo)
     assert [r["update_id"] for r in replay] == [12]
     assert "torn or corrupt line" in caplog.text
     # Telegram's redelivery of anything the crashed run journaled is not journaled again.
-    assert inbox.journaled_before == {10, 11, 12, 14}
+    assert journal.journaled_before == {10, 11, 12, 14}
     size = (tmp_path / INBOX).stat().st_size
-    await inbox.put([update(11, "answered")])
+    await journal.put([update(11, "answered")])
     assert (tmp_path / INBOX).stat().st_size == size
     # The first new batch leaves only what is pending: the replayed message and itself.
-    await inbox.put([update(15, "new")])
-    assert journal(tmp_path) == [12, 15]
-    await inbox.done(entry(12))
-    await inbox.done(entry(15))
-    assert journal(tmp_path) == []
+    await journal.put([update(15, "new")])
+    assert on_disk(tmp_path) == [12, 15]
+    await journal.done(entry(12))
+    await journal.done(entry(15))
+    assert on_disk(tmp_path) == []
 
 
 async def test_a_journal_with_nothing_to_replay_is_emptied_at_start_up(tmp_path: Path) -> None:
     (tmp_path / INBOX).write_text(
         json.dumps(raw(1, "handled")) + "\n" + json.dumps({"done": [1]}) + "\n"
     )
-    inbox = Inbox(tmp_path)
-    assert await inbox.unanswered(FileRepository(tmp_path)) == []
+    journal = opened(tmp_path)
+    assert await journal.unanswered(FileRepository(tmp_path)) == []
     assert (tmp_path / INBOX).read_text() == ""
 
 
@@ -131,8 +131,8 @@ async def test_a_forwarded_message_reads_back(tmp_path: Path) -> None:
         "date": 1_767_225_000,
         "sender_user": {"id": 9, "is_bot": False, "first_name": "Bo"},
     }
-    await Inbox(tmp_path).put([forwarded])
-    replay = await Inbox(tmp_path).unanswered(FileRepository(tmp_path / "chats"))
+    await opened(tmp_path).put([forwarded])
+    replay = await opened(tmp_path).unanswered(FileRepository(tmp_path / "chats"))
     assert [r["update_id"] for r in replay] == [1]
     assert Update.model_validate(replay[0]).message.forward_origin is not None  # type: ignore[union-attr]
 
@@ -162,43 +162,43 @@ async def test_replay_looks_back_past_long_tool_turns_and_reads_each_update_once
     records.append(raw(132, "/nocommand but text for the model", message_id=32))
     records.append(records[1])  # the same batch appended twice
     (tmp_path / INBOX).write_text("".join(json.dumps(r) + "\n" for r in records))
-    replay = await Inbox(tmp_path).unanswered(repo)
+    replay = await opened(tmp_path).unanswered(repo)
     assert [r["update_id"] for r in replay] == [131, 132]
 
 
 async def test_flush_puts_done_marks_on_disk_at_once(tmp_path: Path) -> None:
-    inbox = Inbox(tmp_path)
-    await inbox.put([update(1, "a", chat=5), update(2, "b", chat=6)])
-    await inbox.done(entry(1))  # 2 is still in flight: the mark would wait for the next batch
-    await inbox.flush()
-    assert journal(tmp_path) == [1, 2, ("done", [1])]
+    journal = opened(tmp_path)
+    await journal.put([update(1, "a", chat=5), update(2, "b", chat=6)])
+    await journal.done(entry(1))  # 2 is still in flight: the mark would wait for the next batch
+    await journal.flush()
+    assert on_disk(tmp_path) == [1, 2, ("done", [1])]
 
 
 async def test_put_hands_every_update_on_and_drops_telegrams_redelivery_of_a_journaled_one(
     tmp_path: Path,
 ) -> None:
     (tmp_path / INBOX).write_text(json.dumps(raw(7, "from the crashed run")) + "\n")
-    inbox = Inbox(tmp_path)
-    replayed = await inbox.replay(FileRepository(tmp_path / "chats"))
+    journal = opened(tmp_path)
+    replayed = await journal.replay(FileRepository(tmp_path / "chats"))
     assert replayed == 1
     # Telegram sends update 7 again (the crashed run never confirmed it), then new ones.
-    await inbox.put([raw(7, "from the crashed run"), raw(8, "/help"), raw(9, "new")])
-    taken = await inbox.take(10)
+    await journal.put([raw(7, "from the crashed run"), raw(8, "/help"), raw(9, "new")])
+    taken = await journal.take(10)
     assert [(e.update_id, e.redelivered) for e in taken] == [(7, False), (8, False), (9, False)]
     assert [e.chat for e in taken] == ["5", "5", "5"]
     # The command is taken but not journaled; the text is.
-    assert journal(tmp_path) == [7, 9]
+    assert on_disk(tmp_path) == [7, 9]
 
 
 async def test_the_done_marks_are_on_disk_before_a_command_runs(tmp_path: Path) -> None:
-    inbox = Inbox(tmp_path)
-    await inbox.put([raw(1, "a", chat=5), raw(2, "b", chat=6), raw(3, "/reset", chat=5)])
-    first, second, command = await inbox.take(10)
-    await inbox.done(first)  # 2 is still in flight: the mark would wait for the next batch
-    assert not await inbox.fence(command)  # the runner asks, in the command's turn
-    assert journal(tmp_path) == [1, 2, ("done", [1])]
-    assert not await inbox.fence(second)  # a text message: nothing to write
-    assert journal(tmp_path) == [1, 2, ("done", [1])]
+    journal = opened(tmp_path)
+    await journal.put([raw(1, "a", chat=5), raw(2, "b", chat=6), raw(3, "/reset", chat=5)])
+    first, second, command = await journal.take(10)
+    await journal.done(first)  # 2 is still in flight: the mark would wait for the next batch
+    assert not await journal.fence(command)  # the runner asks, in the command's turn
+    assert on_disk(tmp_path) == [1, 2, ("done", [1])]
+    assert not await journal.fence(second)  # a text message: nothing to write
+    assert on_disk(tmp_path) == [1, 2, ("done", [1])]
 
 
 def media(update_id: int, kind: str, *, album: str | None = None, chat: int = 5) -> dict[str, Any]:
@@ -228,8 +228,8 @@ async def test_media_is_journaled_and_replayed_an_album_as_one_question(tmp_path
             Message(role="assistant", content="ok"),
         ],
     )
-    inbox = Inbox(tmp_path)
-    await inbox.put(
+    journal = opened(tmp_path)
+    await journal.put(
         [
             media(1, "voice"),
             media(2, "document"),
@@ -240,8 +240,8 @@ async def test_media_is_journaled_and_replayed_an_album_as_one_question(tmp_path
             raw(7, "/reset"),
         ]
     )
-    assert journal(tmp_path) == [1, 2, 3, 4, 5, 6]
-    replay = await Inbox(tmp_path).unanswered(repo)  # after a crash
+    assert on_disk(tmp_path) == [1, 2, 3, 4, 5, 6]
+    replay = await opened(tmp_path).unanswered(repo)  # after a crash
     assert [r["update_id"] for r in replay] == [1, 2, 5, 6]
 
 
@@ -249,9 +249,11 @@ async def test_an_albums_later_parts_in_a_group_are_kept_with_its_first(tmp_path
     async def addressed(update: Any) -> bool:  # the first part's caption mentions the bot
         return bool(update["message"].get("caption"))
 
-    inbox = Journal(tmp_path, commands=COMMANDS, keep=addressed)
+    journal = Journal(tmp_path, commands=COMMANDS, keep=addressed)
     first = media(1, "photo", album="a", chat=-7)
     first["message"]["caption"] = "@bot what is this?"
-    await inbox.put([first, media(2, "photo", album="a", chat=-7)])
-    await inbox.put([media(3, "photo", album="a", chat=-7), media(4, "photo", album="z", chat=-7)])
-    assert journal(tmp_path) == [1, 2, 3]  # album z was not addressed: no trace
+    await journal.put([first, media(2, "photo", album="a", chat=-7)])
+    await journal.put(
+        [media(3, "photo", album="a", chat=-7), media(4, "photo", album="z", chat=-7)]
+    )
+    assert on_disk(tmp_path) == [1, 2, 3]  # album z was not addressed: no trace
