@@ -460,6 +460,21 @@ def test_membot_migrate_config_errors_are_one_line(
     assert run_migrate("files", "files") == 2
 
 
+def test_membot_migrate_with_redis_unreachable_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env here
+    for name in env_names():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "data"))
+    with socket.socket() as unheard:  # bound, not listening: the connection is refused
+        unheard.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{unheard.getsockname()[1]}/0")
+        assert run_migrate("redis", "files") == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("membot migrate: Redis failed: "), line
+
+
 async def test_migrate_copies_the_conversations_files_both_ways(
     make_repo: MakeRepo, tmp_path: Path
 ) -> None:
