@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import graphlib
 from pathlib import Path
+from typing import get_type_hints
+
+from membot.config import Settings
 
 SRC = Path(__file__).parents[2] / "src" / "membot"
 BENCH = Path(__file__).parents[2] / "bench"
@@ -59,3 +62,43 @@ def test_no_bench_module_imports_in_a_circle() -> None:
         sorter.prepare()
     except graphlib.CycleError as exc:
         raise AssertionError(f"bench imports in a circle: {exc.args[1]}") from None
+
+
+def _flat_settings() -> tuple[set[str], set[str]]:
+    """Settings' flat names (its fields and derived values) and its groups' names."""
+    groups = {
+        name
+        for name, member in vars(Settings).items()
+        if isinstance(member, property)
+        and str(get_type_hints(member.fget).get("return", "")).endswith("Settings'>")
+    }
+    derived = {name for name, m in vars(Settings).items() if isinstance(m, property)} - groups
+    return set(Settings.model_fields) | derived, groups
+
+
+def _settings_reads(tree: ast.AST, flat: set[str]) -> list[tuple[int, str]]:
+    # `settings.x`, `self.settings.x`, `core.settings.x`, `self._settings.x` ...
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr not in flat:
+            continue
+        owner = node.value
+        name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+        if name.endswith("settings"):
+            found.append((node.lineno, node.attr))
+    return found
+
+
+def test_settings_are_read_by_group_outside_config() -> None:
+    # A module reads the group of its concern (settings.redis.prefix), so each value has one
+    # spelling and the groups say which part uses what; config/ alone builds the groups.
+    flat, groups = _flat_settings()
+    assert {"telegram", "llm", "redis", "logging"} <= groups
+    assert {"redis_prefix", "default_model", "data_dir"} <= flat
+    reads = {
+        f"{path.relative_to(SRC)}:{line} settings.{name}"
+        for path in SRC.rglob("*.py")
+        if path.parent.name != "config"
+        for line, name in _settings_reads(ast.parse(path.read_text(encoding="utf-8")), flat)
+    }
+    assert reads == set(), "read a group instead (membot/config/groups.py)"

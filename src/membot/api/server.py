@@ -59,23 +59,26 @@ class ApiServer:
     those in progress finish), then `close()`. The session sweep runs while it is started."""
 
     def __init__(self, settings: Settings, core: Core, *, clock: Clock = utc_now) -> None:
-        self.settings = settings
+        api, llm, max_rounds = settings.api, settings.llm, settings.conversation.max_rounds
         self.core = core
-        self.host = settings.api_host
-        self.port = settings.api_port or DEFAULT_PORT
+        # A request in progress when the server closes gets as long as a turn may take.
+        self.grace = shutdown_grace(llm)
+        self.host = api.host
+        self.port = api.port or DEFAULT_PORT
+        self.max_message_chars = api.max_message_chars
         self.sessions = Sessions(
             core.service,
-            ttl=settings.session_ttl,
-            max_rounds=settings.max_rounds,
-            web_search=settings.web_search,
+            ttl=api.session_ttl,
+            max_rounds=max_rounds,
+            web_search=llm.web_search,
             clock=clock,
             health=core.health,
             # As /model allows: MODELS and the default model; anything while MODELS is empty.
-            models=settings.model_choices if settings.models else (),
+            models=llm.model_choices if llm.models else (),
         )
-        self.sweeper = SessionSweeper(self.sessions, sweep_interval(settings.session_ttl))
-        self._tokens = tuple(_digest(t.get_secret_value()) for t in settings.api_tokens)
-        document = build_document(settings.max_rounds, settings.api_max_message_chars)
+        self.sweeper = SessionSweeper(self.sessions, sweep_interval(api.session_ttl))
+        self._tokens = tuple(_digest(t.get_secret_value()) for t in api.tokens)
+        document = build_document(max_rounds, api.max_message_chars)
         self._openapi = json.dumps(document, ensure_ascii=False).encode()
         self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_post("/api/chat", self._chat)
@@ -89,13 +92,11 @@ class ApiServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
-        # A request in progress when the server closes gets as long as a turn may take.
-        grace = shutdown_grace(self.settings.llm)
         # A client that disconnects cancels its request at once (aiohttp's handler
         # cancellation): the turn is cancelled with it, which closes the model's stream and
         # stores nothing (core/agent.py), however long until the next byte would be written.
         self._runner = await listen(
-            self.app, self.host, self.port, shutdown_timeout=grace, handler_cancellation=True
+            self.app, self.host, self.port, shutdown_timeout=self.grace, handler_cancellation=True
         )
         self.sweeper.start()
         log.info("HTTP API listening on %s", self.url)
@@ -127,7 +128,7 @@ class ApiServer:
         if not self._authorized(request):
             raise ApiError(ErrorCode.UNAUTHORIZED)
         parsed = parse_chat_request(await _read_body(request))
-        parsed.check_sizes(self.settings.api_max_message_chars)
+        parsed.check_sizes(self.max_message_chars)
         if parsed.session_id is not None:
             request[_SESSION] = str(parsed.session_id)
         if not parsed.stream:

@@ -76,18 +76,17 @@ class MembotApp:
         passing: Callable[[BaseException], bool] = _never,
     ) -> None:
         pin_response_models()
-        if settings.telegram_bot_token is None:
+        telegram, limits = settings.telegram, settings.limits
+        if telegram.token is None:
             raise ValueError("TELEGRAM_BOT_TOKEN is required for the bot")
-        self.settings = settings
+        self._allowed = limits.allowed_user_ids
         self.bot = Bot(
-            token=settings.telegram_bot_token.get_secret_value(),
-            session=AiohttpSession(api=TelegramAPIServer.from_base(settings.telegram_api_base)),
+            token=telegram.token.get_secret_value(),
+            session=AiohttpSession(api=TelegramAPIServer.from_base(telegram.api_base)),
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
         # Telegram's limits on sending: shared by every process through Redis with QUEUE=redis.
-        self.bot.session.middleware(
-            Throttle(build_limits(settings.telegram, _shared(settings, core)))
-        )
+        self.bot.session.middleware(Throttle(build_limits(telegram, _shared(settings, core))))
         # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
             disable_fsm=True,
@@ -98,13 +97,13 @@ class MembotApp:
             repository=core.repository,
             ledger=core.ledger,
             quota=core.quota,
-            admins=ChatAdmins(settings.admin_user_ids),
+            admins=ChatAdmins(limits.admin_user_ids),
             passing=passing,
-            streaming=settings.telegram.streaming,
+            streaming=telegram.streaming,
         )
         # Inner, in this order: the allowlist first (an outsider's chat is never read), then
         # what the handler knows of the chat (`cid`, `state`, `words`), errors' apology too.
-        access, chat = AccessMiddleware(settings.allowed_user_ids), ChatContext(core.service)
+        access, chat = AccessMiddleware(limits.allowed_user_ids), ChatContext(core.service)
         for observer in (
             self.dispatcher.message,
             self.dispatcher.edited_message,
@@ -154,7 +153,7 @@ class MembotApp:
         raw = update.get("message")
         if not isinstance(raw, dict):
             return False
-        allowed = self.settings.allowed_user_ids
+        allowed = self._allowed
         sender = raw.get("from")
         if allowed and (not isinstance(sender, dict) or sender.get("id") not in allowed):
             return False

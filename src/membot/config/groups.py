@@ -3,7 +3,8 @@
 `Settings` (settings.py) stays one flat model read from one `.env`, with the variable names
 operators know; each group is a frozen view of some of its fields, named for the part that
 uses them (`settings.telegram`, `settings.llm`, ...). Names drop the group's own prefix:
-TELEGRAM_CHAT_RATE is `settings.telegram.chat_rate`."""
+TELEGRAM_CHAT_RATE is `settings.telegram.chat_rate`. Every setting is in exactly one group,
+and outside config/ only the groups are read (tests/unit/test_layout.py)."""
 
 from __future__ import annotations
 
