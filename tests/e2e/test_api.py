@@ -1,5 +1,5 @@
 """End to end: clients talk to the real HTTP API (ApiServer over the real core, real files)
-and the real fake LLM; seed 000's contract."""
+and the real fake LLM; the contract docs/api.md describes."""
 
 from __future__ import annotations
 
@@ -30,14 +30,15 @@ from tests.fakes.process import membot_env, spawn_membot
 
 start_api = api_support.start_api
 
-# Seed 000's example, verbatim.
-SEED_SYSTEM = "Ты - эксперт в области спорта и тренажерного зала"
-SEED_MESSAGES = (
+# docs/api.md's example consultation (a gym coach, three rounds), in Russian: non-ASCII text
+# on the wire both ways.
+COACH_SYSTEM = "Ты - эксперт в области спорта и тренажерного зала"
+COACH_MESSAGES = (
     "Помоги мне выяснить какие веса мне подобрать",
     "Упражнения на сегодня - хаммер, бабочка",
     "Новичок, в зале я 2 месяца",
 )
-SEED_ANSWERS = (
+COACH_ANSWERS = (
     "Какие упражнения вас интересуют?",
     "Спасибо за информацию! Уточните пожалуйста...",
     "Для силовой тренировки с вашими упражнениями (хаммер, бабочка) как новичку...",
@@ -49,9 +50,9 @@ SCHEMA = {
 }
 
 
-def seed_body(message: str, session_id: str | None = None) -> dict[str, Any]:
+def coach_body(message: str, session_id: str | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "systemPrompt": SEED_SYSTEM,
+        "systemPrompt": COACH_SYSTEM,
         "message": message,
         "model": "sonar",
         "maxTokens": 256,
@@ -74,45 +75,45 @@ async def open_session(api: RunningApi, rounds: int = 3, **fields: Any) -> str:
     return str(answer.body["sessionId"])
 
 
-# -- seed 000 ----------------------------------------------------------------------------------
+# -- docs/api.md's example ---------------------------------------------------------------------
 
 
 async def test_non_ascii_text_comes_as_utf8_not_escapes(api: RunningApi, llm: FakeLLM) -> None:
     """A Russian answer reads as it is in curl: UTF-8 in the body, not \\u escapes."""
-    llm.script(SEED_ANSWERS[0])
+    llm.script(COACH_ANSWERS[0])
     async with api.client.http.post(
         api.client.base_url + "/api/chat",
-        json={"message": SEED_MESSAGES[0]},
+        json={"message": COACH_MESSAGES[0]},
         headers={"Authorization": f"Bearer {API_TOKEN}"},
     ) as response:
         raw = await response.read()
         assert response.status == 200
         assert response.headers["Content-Type"] == "application/json; charset=utf-8"
-    assert SEED_ANSWERS[0].encode() in raw
+    assert COACH_ANSWERS[0].encode() in raw
     assert b"\\u" not in raw
 
 
-async def test_seed_example_three_rounds(api: RunningApi, llm: FakeLLM) -> None:
-    llm.script(*SEED_ANSWERS)
-    first = await api.client.chat(seed_body(SEED_MESSAGES[0]))
+async def test_the_documented_consultation_of_three_rounds(api: RunningApi, llm: FakeLLM) -> None:
+    llm.script(*COACH_ANSWERS)
+    first = await api.client.chat(coach_body(COACH_MESSAGES[0]))
     assert first.status == 200, first.body
     sid = first.body["sessionId"]
     assert uuid.UUID(sid).version == 4
     assert first.body == {
-        "content": SEED_ANSWERS[0],
+        "content": COACH_ANSWERS[0],
         "model": "sonar",
         "isComplete": False,
         "round": 1,
         "maxRounds": 3,
         "sessionId": sid,
     }
-    second = await api.client.chat(seed_body(SEED_MESSAGES[1], sid))
+    second = await api.client.chat(coach_body(COACH_MESSAGES[1], sid))
     assert (second.status, second.body["round"], second.body["isComplete"]) == (200, 2, False)
-    assert second.body["content"] == SEED_ANSWERS[1]
-    third = await api.client.chat(seed_body(SEED_MESSAGES[2], sid))
+    assert second.body["content"] == COACH_ANSWERS[1]
+    third = await api.client.chat(coach_body(COACH_MESSAGES[2], sid))
     assert third.status == 200
     assert third.body == {
-        "content": SEED_ANSWERS[2],
+        "content": COACH_ANSWERS[2],
         "model": "sonar",
         "isComplete": True,
         "round": 3,
@@ -121,28 +122,28 @@ async def test_seed_example_three_rounds(api: RunningApi, llm: FakeLLM) -> None:
     }
 
     prompts = [system_prompt(r) for r in llm.chat_requests]
-    assert all(p.startswith(SEED_SYSTEM) for p in prompts)
+    assert all(p.startswith(COACH_SYSTEM) for p in prompts)
     assert "Round 1 of 3" in prompts[0] and "Round 2 of 3" in prompts[1]
-    final = FINAL_NOTE.format(round=3, max_rounds=3, initial_request=SEED_MESSAGES[0])
+    final = FINAL_NOTE.format(round=3, max_rounds=3, initial_request=COACH_MESSAGES[0])
     assert final in prompts[2]
-    assert f'"{SEED_MESSAGES[0]}"' in prompts[2]
+    assert f'"{COACH_MESSAGES[0]}"' in prompts[2]
     assert "final round" not in prompts[0] + prompts[1]
     # The whole dialog is sent in the last round.
     assert prompt_texts(llm.chat_requests[2]) == [
-        ("user", SEED_MESSAGES[0]),
-        ("assistant", SEED_ANSWERS[0]),
-        ("user", SEED_MESSAGES[1]),
-        ("assistant", SEED_ANSWERS[1]),
-        ("user", SEED_MESSAGES[2]),
+        ("user", COACH_MESSAGES[0]),
+        ("assistant", COACH_ANSWERS[0]),
+        ("user", COACH_MESSAGES[1]),
+        ("assistant", COACH_ANSWERS[1]),
+        ("user", COACH_MESSAGES[2]),
     ]
     for request in llm.chat_requests:
         assert request["model"] == "sonar" and request["max_tokens"] == 256
         assert "response_format" not in request
     assert [m["content"] for m in api.stored(sid)] == [
-        text for pair in zip(SEED_MESSAGES, SEED_ANSWERS, strict=True) for text in pair
+        text for pair in zip(COACH_MESSAGES, COACH_ANSWERS, strict=True) for text in pair
     ]
 
-    again = await api.client.chat(seed_body("one more thing", sid))
+    again = await api.client.chat(coach_body("one more thing", sid))
     assert (again.status, again.code) == (400, "DIALOG_COMPLETED")
     assert len(llm.chat_requests) == 3
 

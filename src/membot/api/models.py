@@ -65,7 +65,7 @@ class Attachment(BaseModel):
 
 class ChatRequest(BaseModel):
     """POST /api/chat. Strict: `"3"` is not a number and `"true"` not a boolean. Fields not
-    described here are ignored, as seed 000's clients send more than they must."""
+    described here are ignored: a client that sends more than it must is still answered."""
 
     model_config = ConfigDict(
         strict=True, extra="ignore", frozen=True, alias_generator=to_camel, title="ChatRequest"

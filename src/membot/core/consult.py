@@ -4,7 +4,7 @@ A consultation has at most `max_rounds` rounds. Round 1 answers the user's reque
 clarifying questions; each later user message is one round; the last round (or the one the
 user ends early with /finish) answers the initial request in full. Every round's system
 prompt says "Round k of N"; the final one adds the instruction below, with the initial
-request quoted verbatim (seed 000).
+request quoted verbatim (so the answer is to what was asked, not to the last round).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sessions: dialogs opened by a request rather than by a chat (the HTTP API's, seed 000).
+"""Sessions: dialogs opened by a request rather than by a chat (the HTTP API's, docs/api.md).
 
 A session is a conversation in the `api` namespace, stored like any other (window, summary,
 tools, archive). Its first request fixes its settings (`SessionConfig`, kept in the

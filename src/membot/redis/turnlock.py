@@ -10,7 +10,8 @@ The lock expires after `timeout` seconds, so a process killed in mid-turn blocks
 longer than that; a turn that runs longer keeps it by re-arming the timeout every third of
 it. Waiting for a lock held elsewhere is polling (`poll` seconds), not FIFO across
 processes: each process keeps its own order, and Telegram's per-chat order is kept by
-having one process take one chat's updates at a time (the scale-out issue routes them).
+having one process take one chat's updates at a time (the stream's shards route them,
+intake/shards.py).
 
 With the breaker (QUEUE=local, health.py) the lock degrades with the storage; with the null
 health object (QUEUE=redis) Redis failing raises StorageUnavailable: the update is tried

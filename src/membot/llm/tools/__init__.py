@@ -1,4 +1,7 @@
-"""Tools the model can call within a turn: registry, executor, the two wire modes, built-ins."""
+"""Tools the model can call within a turn: the registry (registry.py), the executor
+(executor.py), the two wire modes (modes.py: native, or Hermes text, hermes.py) and what of a
+reply may be shown while a tool call is written (visible.py). The built-in tools themselves
+are the core's (membot.core.tools)."""
 
 from membot.llm.tools.executor import ToolCall, ToolExecutor, ToolResult
 from membot.llm.tools.modes import HermesMode, NativeMode, ToolMode, ToolModeName, make_mode
