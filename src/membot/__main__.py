@@ -139,9 +139,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"membot: QUEUE is invalid: `membot {command}` needs QUEUE=redis", file=sys.stderr)
         return 2
     setup_logging(settings.logging.level)
-    if command == "api":
-        return _serve_api(settings)
-    return _run_bot(settings, cast("ProcessRole", command))
+    return _run(settings, cast("ProcessRole", command))
 
 
 def _freeze_heap() -> None:
@@ -162,31 +160,13 @@ def _collect_later() -> None:
     gc.disable()
 
 
-def _serve_api(settings: Settings) -> int:
+def _run(settings: Settings, role: ProcessRole) -> int:
+    """Every role, `membot api` too: built, started, served until a signal, shut down
+    (roles/process.py). A failure at start-up is one line on stderr, no traceback."""
     _collect_later()
     import asyncio
 
-    from membot.roles.api import serve_api
-
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_api(settings, before_serving=_freeze_heap))
-    except OSError as exc:
-        # The port is taken, say: one line, not a traceback.
-        print(f"membot: cannot serve the API: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _run_bot(settings: Settings, role: ProcessRole) -> int:
-    _collect_later()
-    import asyncio
-
-    from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
-
-    from membot.config import ConfigError
-    from membot.errors import StorageUnavailable
-    from membot.roles.process import Process  # imported late: aiogram is heavy for check-config
+    from membot.roles.process import Process  # imported late: heavy for check-config
 
     async def run() -> None:
         app = Process(settings, role)
@@ -201,34 +181,53 @@ def _run_bot(settings: Settings, role: ProcessRole) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(run())
-    except ConfigError as exc:  # found at start-up (the stream's shard count, say)
-        print(f"membot: {exc}", file=sys.stderr)
-        return 2
-    except TelegramUnauthorizedError:
-        print(
-            "membot: TELEGRAM_BOT_TOKEN is invalid: the Bot API refused it (401 Unauthorized)",
-            file=sys.stderr,
-        )
-        return 2
-    except TelegramNetworkError as exc:
-        # Only at start-up: once polling runs, the source retries network errors with backoff.
-        print(
-            f"membot: cannot reach the Telegram Bot API at {settings.telegram.api_base} "
-            f"(TELEGRAM_API_BASE): {exc.message}",
-            file=sys.stderr,
-        )
-        return 1
-    except OSError as exc:
-        # The API's port is taken, say: one line, not a traceback.
-        print(f"membot: cannot start: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except StorageUnavailable as exc:
-        print(
-            f"membot: cannot reach Redis at start-up (REDIS_URL): {exc.__cause__ or exc}",
-            file=sys.stderr,
-        )
-        return 1
+    except Exception as exc:
+        failure = _start_up_failure(exc, settings)
+        if failure is None:
+            raise
+        line, status = failure
+        print(f"membot: {line}", file=sys.stderr)
+        return status
     return 0
+
+
+def _start_up_failure(exc: Exception, settings: Settings) -> tuple[str, int] | None:
+    """What an operator reads, and the exit status, for a failure at start-up; None for one
+    that is a bug (its traceback is shown). Configuration: 2; what may pass (a network, a
+    port, Redis): 1."""
+    from membot.config import ConfigError
+    from membot.errors import StorageUnavailable
+
+    if isinstance(exc, ConfigError):  # found at start-up (the stream's shard count, say)
+        return str(exc), 2
+    telegram = _telegram_failure(exc, settings)
+    if telegram is not None:
+        return telegram
+    if isinstance(exc, OSError):
+        # A port taken (API_PORT, WEBHOOK_PORT), say: one line, not a traceback.
+        return f"cannot start: {exc.strerror or exc}", 1
+    if isinstance(exc, StorageUnavailable):  # Redis's errors are translated where made
+        return f"cannot reach Redis at start-up (REDIS_URL): {exc.__cause__ or exc}", 1
+    return None
+
+
+def _telegram_failure(exc: Exception, settings: Settings) -> tuple[str, int] | None:
+    # aiogram not imported (`membot api`): nothing can have raised its errors, and importing
+    # it now would cost seconds for nothing.
+    if "aiogram.exceptions" not in sys.modules:
+        return None
+    from aiogram.exceptions import TelegramNetworkError, TelegramUnauthorizedError
+
+    if isinstance(exc, TelegramUnauthorizedError):
+        return "TELEGRAM_BOT_TOKEN is invalid: the Bot API refused it (401 Unauthorized)", 2
+    if isinstance(exc, TelegramNetworkError):
+        # Only at start-up: once polling runs, the source retries network errors with backoff.
+        return (
+            f"cannot reach the Telegram Bot API at {settings.telegram.api_base} "
+            f"(TELEGRAM_API_BASE): {exc.message}",
+            1,
+        )
+    return None
 
 
 if __name__ == "__main__":

@@ -201,9 +201,9 @@ class Core:
             await self.media.start()
 
     async def aclose(self, hurry: asyncio.Event | None = None) -> None:
-        """Let turns in flight finish, then stop background work and release clients; once
-        `hurry` is set (a second signal), nothing more is waited for."""
-        await self.service.wait_idle(shutdown_grace(self.settings.llm), hurry)
+        """Stop background work (summaries get their time, unless `hurry` is set: a second
+        signal), then release clients. The turns in flight are the front door's to wait for
+        first: the process's shutdown does, once (roles/process.py)."""
         await self.tasks.close(hurry=hurry)
         if self.media is not None:
             await self.media.aclose()

@@ -132,7 +132,7 @@ async def test_ctrl_c_on_make_run_finishes_the_answer_in_flight(
             os.killpg(make.pid, signal.SIGKILL)
             await make.wait()
     output = log.read_text()
-    assert "membot stopped" in output, output
+    assert "membot run stopped" in output, output
     assert "Traceback" not in output, output
     # Answered before the process ended, in the one stop the two presses were.
     assert [m.text for m in tg.messages_to(CHAT)] == [ANSWER.replace("**", "")]

@@ -5,9 +5,10 @@
     membot worker    runner, taking from the intake      (QUEUE=redis)
     membot api       the HTTP API alone
 
-Start-up: the core, the command menu, the intake (a crashed run's updates first), the runner,
-then the source, then the API. Shutdown: receiving stops first; the turns in progress finish
-within shutdown_grace; then the API's requests, the summaries, and everything is released.
+Every role has the one lifecycle of `Process` (process.py), `api` too. Start-up: the core,
+the command menu, the intake (a crashed run's updates first), the runner, then the source, then
+the API. Shutdown: receiving stops first; the turns in progress finish within shutdown_grace;
+then the API's requests, the summaries, and everything is released.
 """
 
 from __future__ import annotations

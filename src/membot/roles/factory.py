@@ -1,33 +1,31 @@
 """Every part a process role starts, built in one place from the settings.
 
-source   polling or webhook: Telegram's updates into the intake (not in `worker`)
-intake   the file journal (QUEUE=local) or the Redis stream (QUEUE=redis)
-runner   takes updates, a lane per chat, feeds the dispatcher (not in `receive`)
-api      the HTTP API, when API_PORT is set
+core        the model, the storage, the turn (membot.wiring): every role
+app         the aiogram app, Telegram's front door (not in `api`)
+source      polling or webhook: Telegram's updates into the intake (not in `worker`, `api`)
+intake      the file journal (QUEUE=local) or the Redis stream (QUEUE=redis) (not in `api`)
+runner      takes updates, a lane per chat, feeds the dispatcher (not in `receive`, `api`)
+redelivery  sends the answers stored but never sent (where the runner is)
+api         the HTTP API: `api`, and any role when API_PORT is set
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from membot.bot.app import COMMANDS, MembotApp
-from membot.bot.updates import BotUpdates
-from membot.config import QueueSettings, Settings
-from membot.intake.contract import Entry, Intake, transient
-from membot.intake.journal import Journal
-from membot.intake.polling import PollingSource
-from membot.intake.runner import Runner
-from membot.intake.webhook import WebhookSource
+from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.wiring import Core, build_core
 
 if TYPE_CHECKING:
     from membot.api.server import ApiServer
-    from membot.redis.client import Redis
-
-log = logging.getLogger(__name__)
+    from membot.bot.app import MembotApp
+    from membot.bot.outbox import Redelivery
+    from membot.intake.contract import Intake
+    from membot.intake.polling import PollingSource
+    from membot.intake.runner import Runner
+    from membot.intake.webhook import WebhookSource
 
 
 @dataclass
@@ -35,107 +33,28 @@ class Parts:
     settings: Settings
     role: ProcessRole
     core: Core
-    app: MembotApp
-    intake: Intake
+    app: MembotApp | None
+    intake: Intake | None
     source: PollingSource | WebhookSource | None
     runner: Runner | None
     api: ApiServer | None
+    redelivery: Redelivery | None = None
 
 
 def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None = None) -> Parts:
-    if role == "api":  # no Telegram part at all: roles/api.py
-        raise ValueError("`membot api` serves the HTTP API alone (membot.roles.api)")
     if role in ("receive", "worker") and settings.queue.backend != "redis":
         raise ValueError(f"`membot {role}` needs QUEUE=redis")
     core = core or build_core(settings)
-    stream = settings.queue.backend == "redis"
-    # With the stream, a failure that passes is left to the runner to try again.
-    app = MembotApp(settings, core, passing=transient) if stream else MembotApp(settings, core)
-    client: Redis | None = None
-    intake: Intake
-    name = ""
-    if stream:
-        from membot.intake.redis import consumer_name
+    tg = None
+    if role != "api":  # `membot api` is the HTTP API alone: no Telegram part, no aiogram
+        from membot.roles.telegram import build_telegram
 
-        name = consumer_name()
-        client, intake = _stream(core, settings.queue, name, takes=role != "receive")
-    else:
-        intake = Journal(
-            settings.storage.data_dir,
-            commands=COMMANDS,
-            keep=app.worth_keeping,
-            readable=app.readable,
-            repository=core.repository,
-        )
-    source = None if role == "worker" else _source(settings, app, intake, client, name)
-    runner = None
-    if role != "receive":
-
-        async def feed(entry: Entry, /, *parts: Entry) -> None:
-            await app.feed(entry.data, *(part.data for part in parts))
-
-        runner = Runner(
-            intake,
-            feed,
-            turns=core.service,
-            repository=core.repository,
-            concurrency=settings.queue.worker_concurrency if stream else None,
-            stops=core.service.stops.stop,
-        )
+        tg = build_telegram(settings, role, core)
     api = None
-    if settings.api.port is not None:
+    if role == "api" or settings.api.port is not None:
         from membot.api.server import ApiServer  # only when the API is on
 
         api = ApiServer(settings, core)
-    return Parts(settings, role, core, app, intake, source, runner, api)
-
-
-def _stream(core: Core, queue: QueueSettings, name: str, *, takes: bool) -> tuple[Redis, Intake]:
-    from membot.intake.redis import StreamIntake
-    from membot.intake.shards import ShardLeases
-    from membot.intake.stream import UpdateStream
-
-    # The process's one client (membot.wiring: its timeouts fit a read of BLOCK_MS).
-    if core.redis is None:
-        raise ValueError("QUEUE=redis needs STORAGE=redis")  # the settings say so first
-    client, prefix = core.redis, core.settings.redis.prefix
-    stream = UpdateStream(client, prefix, queue.shards)
-    leases = None
-    if takes:
-        leases = ShardLeases(client, prefix, name, ttl=queue.claim_idle)
-    return client, StreamIntake(stream, leases, claim_idle=queue.claim_idle)
-
-
-def _source(
-    settings: Settings, app: MembotApp, intake: Intake, client: Redis | None, name: str
-) -> PollingSource | WebhookSource:
-    telegram, claim_idle = settings.telegram, settings.queue.claim_idle
-    if telegram.mode == "webhook":
-        assert telegram.webhook_url is not None and telegram.webhook_secret is not None
-        return WebhookSource(
-            BotUpdates(app.bot),
-            intake,
-            url=telegram.webhook_url,
-            host=telegram.webhook_host,
-            port=telegram.webhook_port,
-            path=telegram.webhook_path,
-            secret=telegram.webhook_secret.get_secret_value(),
-            allowed_updates=app.allowed_updates(),
-        )
-    if client is None:  # QUEUE=local, one process: aiogram's own polling timeout
-        return PollingSource(
-            BotUpdates(app.bot), intake, allowed_updates=app.allowed_updates(), poll_timeout=10
-        )
-    from membot.intake.shards import ReceiverLease
-
-    # Only one process polls (a second poll gets 409 Conflict): the others stand by.
-    lease = ReceiverLease(client, settings.redis.prefix, name, ttl=claim_idle)
-    return PollingSource(
-        BotUpdates(app.bot),
-        intake,
-        allowed_updates=app.allowed_updates(),
-        # A poll waits at most a third of the lease, so the lease is renewed in time.
-        poll_timeout=max(1, min(25, int(claim_idle / 3))),
-        lease=lease,
-        standby=max(claim_idle / 3, 0.2),
-    )
+    if tg is None:
+        return Parts(settings, role, core, None, None, None, None, api)
+    return Parts(settings, role, core, tg.app, tg.intake, tg.source, tg.runner, api, tg.redelivery)

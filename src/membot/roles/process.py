@@ -1,4 +1,5 @@
-"""A process: its parts started in order, run until told to stop, shut down in order."""
+"""A process, whatever its role (`membot api` too): its parts started in order, run until
+told to stop, shut down in order, released."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 
-from membot.bot.outbox import Outbox, Redelivery
 from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.roles.factory import Parts, build_parts
@@ -30,12 +30,7 @@ class Process:
         self.source = self.parts.source
         self.runner = self.parts.runner
         self.stopping = Stopping()
-        # Where answers are sent (not `receive`): those stored and never sent go out at start.
-        self.redelivery = (
-            Redelivery(Outbox(self.app.bot, self.core.repository), self.core.service)
-            if self.runner is not None
-            else None
-        )
+        self.redelivery = self.parts.redelivery
         self._intake_open = True
 
     async def run(self, *, handle_signals: bool = True) -> None:
@@ -75,9 +70,10 @@ class Process:
         running = False
         try:
             await p.core.start()
-            if p.source is not None:
+            if p.app is not None and p.source is not None:
                 await p.app.set_commands()
-            await p.intake.start()  # the stream's shard count checked; a journal's replay
+            if p.intake is not None:
+                await p.intake.start()  # the stream's shard count checked; a journal's replay
             if p.runner is not None:
                 await p.runner.start()
                 running = True
@@ -93,7 +89,18 @@ class Process:
                 await p.runner.stop(0.0, self.stopping.hurried)
             await self._release()
             raise
+        self._log_started()
+
+    def _log_started(self) -> None:
         settings = self.settings
+        if self.role == "api" and self.parts.api is not None:  # the HTTP API alone
+            log.info(
+                "membot api started on %s: model=%s data_dir=%s",
+                self.parts.api.url,
+                settings.llm.default_model,
+                settings.storage.data_dir,
+            )
+            return
         if not settings.limits.allowed_user_ids:
             log.warning("ALLOWED_USER_IDS is empty: the bot answers everyone")
         log.info(
@@ -126,12 +133,13 @@ class Process:
             if p.runner is not None:
                 await p.runner.stop(grace, hurry)
             # The stream's shards go to the other workers at once, the journal's done marks
-            # to the disk; then the API's requests and the summaries finish.
+            # to the disk; then the API's requests finish (the only wait for the turns in
+            # flight: Core.aclose does not wait again), then the summaries, in _release.
             await self._close_intake()
             await p.core.service.wait_idle(grace, hurry)
         finally:
             await self._release()
-        log.info("membot stopped")
+        log.info("membot %s stopped", self.role)
 
     async def _release(self) -> None:
         p = self.parts
@@ -142,13 +150,17 @@ class Process:
                 await p.source.stop()
             await self._close_intake()  # the stream's client is the core's, closed with it
             if p.api is not None:
+                # Hurried: the requests still in progress are cut short; their clients may
+                # send them again (a round cut short stored nothing, or was stored whole).
                 await p.api.close(hurry=self.stopping.hurried.is_set())
             await p.core.aclose(self.stopping.hurried)
         finally:
-            await p.app.close()
+            if p.app is not None:
+                await p.app.close()
 
     async def _close_intake(self) -> None:
-        if self._intake_open:
+        intake = self.parts.intake
+        if intake is not None and self._intake_open:
             self._intake_open = False
-            await self.parts.intake.stop()
-            await self.parts.intake.close()
+            await intake.stop()
+            await intake.close()
