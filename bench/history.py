@@ -39,8 +39,8 @@ from bench.core import (
     running,
 )
 from membot.ids import ConversationId
-from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
-from membot.memory.models import ChatMeta, Message, Summary, new_generation
+from membot.memory.contract.models import ChatMeta, Message, Summary, new_generation
+from membot.memory.files.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
 

@@ -26,8 +26,13 @@ BENCH = "parts"
 # (label, file suffix, function name, what it is)
 PARTS: tuple[tuple[str, str, str, str], ...] = (
     ("whole turn", "core/agent.py", "respond", "context read to answer sent"),
-    ("context read", "memory/files.py", "context", "the window, summary, facts, meta"),
-    ("append (fdatasync)", "memory/files.py", "append", "the turn and its state, durable"),
+    ("context read", "memory/files/repository.py", "context", "the window, summary, facts, meta"),
+    (
+        "append (fdatasync)",
+        "memory/files/repository.py",
+        "append",
+        "the turn and its state, durable",
+    ),
     ("prompt", "core/prompt.py", "build", "system prompt with facts and tools, the window"),
     ("model call", "llm/client.py", "complete", "the openai client, request to parsed reply"),
     ("usage record", "usage/files.py", "record", "the charge, counted and queued"),

@@ -12,6 +12,6 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     """Now, in UTC, at millisecond precision: the precision every store keeps (`iso` in
-    memory/models.py), so a time made here reads back equal to itself."""
+    memory/contract/models.py), so a time made here reads back equal to itself."""
     now = datetime.now(UTC)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)

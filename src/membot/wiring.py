@@ -26,7 +26,7 @@ from membot.core.turnlock import TurnLocks
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
-from membot.memory.base import ChatRepository, CheckedAtStart
+from membot.memory.contract.repository import ChatRepository, CheckedAtStart
 from membot.memory.files import FileRepository
 from membot.private import exposed
 from membot.redis.health import ALWAYS_UP, Health
@@ -117,7 +117,7 @@ def build_redis(settings: Settings) -> tuple[Redis, Health]:
     """The process's one Redis client and its health object: with QUEUE=local the breaker.
     Connects nowhere: Redis is reached on first use.
 
-    With QUEUE=local the bot answers while Redis is down (memory/resilient.py): the client
+    With QUEUE=local the bot answers while Redis is down (memory/outage/repository.py): the client
     gets short timeouts and one retry, as the breaker, not a retry, rides out an outage. With
     QUEUE=redis, Redis is the queue too, and an update is not answered without it: it waits
     in the stream (or in Telegram), as an answer given from a local spool could be given
@@ -144,14 +144,14 @@ def build_repository(
     settings: Settings, redis: Redis | None = None, health: Health = ALWAYS_UP
 ) -> ChatRepository:
     """The backend STORAGE names: for STORAGE=redis on the process's client, and with the
-    breaker as its health object, behind it and a spool under DATA_DIR (memory/resilient.py)."""
+    breaker as its health object, behind it and a spool under DATA_DIR (memory/outage/)."""
     storage, shared = settings.storage, settings.redis
     if storage.backend != "redis":
         return FileRepository(storage.data_dir)
     if redis is None:
         raise ValueError("STORAGE=redis: the repository needs the client (build_redis)")
+    from membot.memory.outage import SPOOL_NAME, ResilientRepository
     from membot.memory.redis import RedisRepository  # imported late: only where used
-    from membot.memory.resilient import SPOOL_NAME, ResilientRepository
     from membot.redis.health import RedisHealth
 
     repository = RedisRepository(

@@ -25,8 +25,8 @@ import pytest
 
 from membot.bot.texts import EN
 from membot.ids import ConversationId
+from membot.memory.outage import ResilientRepository
 from membot.memory.redis import RedisRepository
-from membot.memory.resilient import ResilientRepository
 from membot.redis.client import create_client
 from membot.redis.health import CALL_BUDGET, AlwaysUp, RedisHealth
 from tests import api_support

@@ -13,8 +13,8 @@ from membot.bot import texts
 from membot.core.steps import GAVE_UP
 from membot.ids import ConversationId
 from membot.llm.tools import hermes
+from membot.memory.contract.models import Message
 from membot.memory.files import FileRepository
-from membot.memory.models import Message
 from membot.tool_names import BUILTIN_TOOL_NAMES
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored, system_prompt

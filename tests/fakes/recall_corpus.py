@@ -34,7 +34,7 @@ from typing import Any
 
 from membot.ids import ConversationId
 from membot.memory import Message
-from membot.memory.base import ChatRepository
+from membot.memory.contract.repository import ChatRepository
 from membot.search import Excerpt, HistorySearch, SearchHit
 from membot.search.text import STOPWORDS, stems, words
 from tests.fakes.recall_items import (

@@ -18,7 +18,7 @@ from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.tools import NativeMode, ToolExecutor, ToolRegistry
 from membot.memory import MemoryRepository
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
 
 CHAT = ConversationId.telegram(7)
 ANSWER = "Kazan in three days: the Kremlin, the river, and чак-чак."

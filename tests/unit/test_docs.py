@@ -264,8 +264,8 @@ def test_nothing_points_at_the_old_pages() -> None:
 
 def _chat_entries() -> list[str]:
     """What the file backend keeps in a chat's directory, by the names the code gives them."""
-    from membot.memory import layout
-    from membot.memory.smallfiles import FACTS
+    from membot.memory.files import layout
+    from membot.memory.files.smallfiles import FACTS
     from membot.search.index import INDEX_FILE
 
     names = [layout.MESSAGES, layout.SUMMARY, layout.SUMMARIES_LOG, layout.META, FACTS]

@@ -379,7 +379,7 @@ async def test_a_turn_stored_when_meta_cannot_be_written_is_not_reported_lost(
 
 
 async def test_the_context_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path: Path) -> None:
-    # The backend keeps recent contexts in memory (memory/hot.py) and its writes keep them
+    # The backend keeps recent contexts in memory (memory/files/hot.py) and its writes keep them
     # true: after every kind of write, the next turn must see exactly what a bot started
     # afresh on the same directory would read from disk.
     repo = FileRepository(tmp_path)
@@ -424,7 +424,7 @@ async def test_the_context_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path
 
 
 async def test_only_the_most_recent_contexts_are_kept(tmp_path: Path) -> None:
-    from membot.memory.hot import CAPACITY
+    from membot.memory.files.hot import CAPACITY
 
     repo = FileRepository(tmp_path)
     for chat in range(1, CAPACITY + 10):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from membot.core.prompt import NO_HISTORY, SUMMARY_HEADER, WITH_HISTORY, PromptBuilder
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
 
 
 def u(text: str, name: str | None = None) -> Message:

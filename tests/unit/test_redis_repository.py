@@ -29,12 +29,12 @@ from tests.scripted import ScriptedModel
 from membot.config import ConfigError, Settings, env_names, load_settings
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message
-from membot.memory import redis as redis_module
-from membot.memory.attachment import Attachment, new_file_key
-from membot.memory.base import StorageUnavailable
+from membot.memory.contract.attachment import Attachment, new_file_key
+from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.migrate import FilesSide, RedisSide, migrate, run_migrate
+from membot.memory.outage import ResilientRepository
 from membot.memory.redis import RedisRepository
-from membot.memory.resilient import ResilientRepository
+from membot.memory.redis import repository as redis_module
 from membot.redis.client import create_client
 from membot.redis.health import RedisHealth
 from membot.search import HistorySearch

@@ -1,5 +1,5 @@
-"""The resilient repository (memory/resilient.py), the health object it goes through
-(membot/redis/health.py) and its spool (memory/spool.py), over the in-memory backend behind a
+"""The resilient repository (memory/outage/repository.py), the health object it goes through
+(membot/redis/health.py) and its spool (memory/outage/spool.py), over the in-memory backend behind a
 switch that makes every call fail as a dead Redis does. The test probes when it wants
 (`health.recover()`, what the reviver does every second), with the breaker's clock in its
 hands. A real Redis killed and hung: e2e/test_redis_outage.py.
@@ -29,13 +29,13 @@ from membot.core.summarizer import Summarizer
 from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import ConversationState, MemoryRepository, Message
-from membot.memory.attachment import new_file_key
-from membot.memory.base import StorageUnavailable
-from membot.memory.changes import Change
-from membot.memory.delivery import Delivery, DeliveryMark
-from membot.memory.models import ChatContext, ChatMeta
-from membot.memory.resilient import ResilientRepository
-from membot.memory.spool import read_pending
+from membot.memory.contract.attachment import new_file_key
+from membot.memory.contract.delivery import Delivery, DeliveryMark
+from membot.memory.contract.models import ChatContext, ChatMeta
+from membot.memory.contract.repository import StorageUnavailable
+from membot.memory.outage import ResilientRepository
+from membot.memory.outage.changes import Change
+from membot.memory.outage.spool import read_pending
 from membot.redis.health import RedisHealth
 
 CID = ConversationId.telegram(7)

@@ -26,7 +26,7 @@ from membot.core.tools.context import TurnContext
 from membot.ids import ConversationId
 from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
-from membot.memory.attachment import Attachment
+from membot.memory.contract.attachment import Attachment
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
 from membot.search import HistorySearch

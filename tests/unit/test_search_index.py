@@ -15,7 +15,7 @@ import pytest
 
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
-from membot.memory.attachment import Attachment
+from membot.memory.contract.attachment import Attachment
 from membot.search import HistorySearch, SearchHit
 from membot.search.schema import SCHEMA_VERSION
 from membot.search.store import index_summary

@@ -3,7 +3,7 @@
 One contract, every backend (as aiogram tests its storages): a new backend joins by adding
 itself to the `repository` fixture's params. The Redis backend runs against the real server at
 127.0.0.1:6379 (there in CI too), each test under a prefix of its own that is deleted after;
-so does the resilient one (memory/resilient.py) over it, as STORAGE=redis with QUEUE=local
+so does the resilient one (memory/outage/repository.py) over it, as STORAGE=redis with QUEUE=local
 runs it: while Redis answers it must keep the contract exactly, nothing spooled.
 """
 
@@ -26,11 +26,11 @@ from membot.memory import (
     Message,
     SessionConfig,
 )
-from membot.memory import files as files_module
-from membot.memory.attachment import Attachment, InvalidFileKey, new_file_key
-from membot.memory.delivery import Delivery, DeliveryMark
+from membot.memory.contract.attachment import Attachment, InvalidFileKey, new_file_key
+from membot.memory.contract.delivery import Delivery, DeliveryMark
+from membot.memory.files import repository as files_module
+from membot.memory.outage import ResilientRepository
 from membot.memory.redis import RedisRepository
-from membot.memory.resilient import ResilientRepository
 from membot.redis.client import create_client
 from membot.redis.health import RedisHealth
 

@@ -311,7 +311,7 @@ async def test_a_summary_made_across_a_reset_never_reaches_the_new_conversation(
 async def test_a_file_sent_without_words_is_in_the_summary_as_its_marker() -> None:
     """A photo or a PDF sent with no caption is still something the user said: the
     summarizer reads its marker, never an empty "User:" line."""
-    from membot.memory.attachment import Attachment
+    from membot.memory.contract.attachment import Attachment
 
     model = ScriptedModel([ScriptedReply("summary")])
     repo = MemoryRepository()

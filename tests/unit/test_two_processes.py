@@ -26,7 +26,7 @@ WRITER = textwrap.dedent(
     from membot.core.service import ConversationService
     from membot.redis.turnlock import RedisTurnLocks
     from membot.ids import ConversationId
-    from membot.memory.models import Message
+    from membot.memory.contract.models import Message
     from membot.memory.redis import RedisRepository
     from membot.redis.client import create_client
 

@@ -304,7 +304,7 @@ async def test_the_outage_spool_of_charges_is_private(tmp_path: Path, prefix: st
 async def test_charges_made_during_an_outage_reach_redis_once_it_is_back(
     tmp_path: Path, prefix: str
 ) -> None:
-    from membot.memory.base import StorageUnavailable
+    from membot.memory.contract.repository import StorageUnavailable
     from membot.redis.health import RedisHealth
     from membot.usage.spooled import SpooledLedger
 

@@ -17,7 +17,7 @@ from membot.api.errors import ApiError, ErrorCode, invalid_attachment
 from membot.core.media import Upload
 from membot.core.sessions import SessionRequest
 from membot.llm.structured import load_schema, schema_object
-from membot.memory.state import MAX_PERSONA, SessionConfig
+from membot.memory.contract.state import MAX_PERSONA, SessionConfig
 
 #: Larger bodies are refused (413) before they are parsed: room for a 20 MB file, whose
 #: base64 takes a third more.

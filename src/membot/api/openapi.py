@@ -11,7 +11,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from membot.api.errors import CHAT_ERRORS, ERROR_SENTENCE, ERROR_STATUS, ErrorCode, ErrorResponse
 from membot.api.models import ChatRequest, ChatResponse, Health
-from membot.memory.state import MAX_PERSONA
+from membot.memory.contract.state import MAX_PERSONA
 
 _REF = "#/components/schemas/{model}"
 _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [

@@ -1,4 +1,5 @@
-"""Stored answers reach their chat once, in order, even across a crash (memory/delivery.py).
+"""Stored answers reach their chat once, in order, even across a crash
+(memory/contract/delivery.py).
 
 A turn stores its answer with how it is sent (`Delivery`), then `deliver` sends it and marks
 it delivered; each message of a long answer is recorded as Telegram accepts it, so an answer
@@ -29,9 +30,9 @@ from membot.bot.render import render, send_parts
 from membot.bot.throttle import ON_WIRE
 from membot.core.service import ConversationService
 from membot.ids import TELEGRAM, ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.delivery import Delivery, DeliveryMark
-from membot.memory.models import Message
+from membot.memory.contract.delivery import Delivery, DeliveryMark
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository
 
 log = logging.getLogger(__name__)
 

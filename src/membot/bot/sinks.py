@@ -15,8 +15,8 @@ from membot.bot.outbox import Outbox
 from membot.bot.render import send_markdown, topic_of
 from membot.core.turn import TurnResult
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.delivery import Delivery
+from membot.memory.contract.delivery import Delivery
+from membot.memory.contract.repository import ChatRepository
 
 # How much of a voice message's transcript is quoted above the answer.
 HEARD_CHARS = 300

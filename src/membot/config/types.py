@@ -122,7 +122,7 @@ def _tool_names(value: Any) -> Any:
 
 
 # The storage settings carry their validators in their types, so `membot migrate` can build a
-# model of just these fields without the tokens (memory/migrate.py).
+# model of just these fields without the tokens (memory/migrate/run.py).
 Storage = Annotated[Literal["files", "redis"], BeforeValidator(_lowercase)]
 RedisUrl = Annotated[SecretStr, AfterValidator(_redis_url)]
 QueueKind = Annotated[Literal["local", "redis"], BeforeValidator(_lowercase)]

@@ -33,14 +33,14 @@ from membot.ids import ConversationId
 from membot.llm.model import CallOptions, ChatMessage, ChatModel
 from membot.llm.tools import NativeMode, ToolExecutor, ToolMode, ToolRegistry
 from membot.media.errors import UnsupportedType
-from membot.memory.base import ChatRepository
-from membot.memory.models import ChatMeta, Message
+from membot.memory.contract.models import ChatMeta, Message
+from membot.memory.contract.repository import ChatRepository
 from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 from membot.tasks import TaskSupervisor, to_the_end
 from membot.tool_names import CONSULTATION_TOOL
 
 if TYPE_CHECKING:
-    from membot.memory.state import ConversationState
+    from membot.memory.contract.state import ConversationState
     from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
@@ -256,8 +256,8 @@ class Agent:
         plan = TurnPlan(
             start,
             round=next_round,
-            # Read while the storage is down (memory/resilient.py), meta.state is a stand-in,
-            # not the conversation's: the turn is answered but writes no state built on it.
+            # Read while the storage is down (memory/outage/), meta.state is a stand-in, not
+            # the conversation's: the turn is answered but writes no state built on it.
             # A state the front door gave (a new API session's, an explicit /consult) is the
             # conversation's own, and kept.
             keep=not meta.degraded or opts.start is not None or given is not None,

@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass, replace
 
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.state import ConversationState
+from membot.memory.contract.repository import ChatRepository
+from membot.memory.contract.state import ConversationState
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
+from membot.memory.contract.repository import ChatRepository
 
 Op = tuple[Literal["add", "remove"], tuple[str, ...]]
 

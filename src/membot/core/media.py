@@ -30,9 +30,9 @@ from membot.clock import Clock, utc_now
 from membot.llm.model import Usage
 from membot.media.documents import is_image, read_document
 from membot.media.errors import MediaError, UnsupportedType
-from membot.memory.attachment import Attachment, new_file_key
-from membot.memory.base import ChatRepository, StorageUnavailable
-from membot.memory.models import Message
+from membot.memory.contract.attachment import Attachment, new_file_key
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository, StorageUnavailable
 from membot.usage.ledger import UsageLedger
 from membot.usage.metered import ChargeWriter
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from membot.core.consult import RoundPlan, clamp_rounds
-from membot.memory.state import ConversationState
+from membot.memory.contract.state import ConversationState
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from membot.llm.cache import mark
 from membot.llm.model import ChatMessage
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
 
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (older messages that are no longer shown; "

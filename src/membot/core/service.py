@@ -22,8 +22,8 @@ from membot.core.turnlock import TurnLocks
 from membot.errors import ConversationBusy
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
-from membot.memory.base import ChatRepository, StorageUnavailable
-from membot.memory.state import ConversationState
+from membot.memory.contract.repository import ChatRepository, StorageUnavailable
+from membot.memory.contract.state import ConversationState
 from membot.tasks import hurried_wait
 from membot.usage import OverLimit, Quota, charged_to
 

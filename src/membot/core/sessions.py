@@ -27,10 +27,10 @@ from membot.errors import ConversationBusy, MembotError
 from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
-from membot.memory.attachment import new_file_key
-from membot.memory.base import StorageUnavailable
-from membot.memory.models import ChatMeta
-from membot.memory.state import ConversationState, SessionConfig
+from membot.memory.contract.attachment import new_file_key
+from membot.memory.contract.models import ChatMeta
+from membot.memory.contract.repository import StorageUnavailable
+from membot.memory.contract.state import ConversationState, SessionConfig
 from membot.redis.health import ALWAYS_UP, Health
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from membot.core.turn import StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, ModelRequest
 from membot.llm.tools.visible import VisibleText
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
 
 if TYPE_CHECKING:
     from membot.core.plan import TurnPlan

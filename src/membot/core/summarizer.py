@@ -13,8 +13,8 @@ from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError
 from membot.llm.model import ChatModel, ModelRequest
-from membot.memory.base import ChatRepository
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from membot.core.consult import RoundPlan
 from membot.core.media import Upload
 from membot.ids import ConversationId
-from membot.memory.delivery import Delivery
-from membot.memory.state import ConversationState
+from membot.memory.contract.delivery import Delivery
+from membot.memory.contract.state import ConversationState
 
 if TYPE_CHECKING:
     from membot.llm.model import CallOptions
@@ -70,7 +70,7 @@ class TurnResult:
     # then (maybe nothing), stored marked as stopped.
     stopped: bool = False
     # Where the turn is in the archive: its first message's seq and its answer's (0 until
-    # stored). Provisional while the storage is down (memory/resilient.py).
+    # stored). Provisional while the storage is down (memory/outage/repository.py).
     first_seq: int = 0
     seq: int = 0
 
@@ -96,7 +96,7 @@ class DeliveringSink(ReplySink, Protocol):
     """A sink whose answer must reach its reader even if the process dies between storing
     it and sending it (a Telegram chat; an HTTP response is not sent again): what `delivery`
     says is stored with the answer, and the next process sends an answer not marked
-    delivered (memory/delivery.py). `answer` marks it once it is sent."""
+    delivered (memory/contract/delivery.py). `answer` marks it once it is sent."""
 
     def delivery(self, result: TurnResult) -> Delivery:
         """How this answer is sent, besides its text (`result` is not stored yet)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
 
 # Messages read beyond size + every for a window pushed back over a tool exchange.
 TOOL_SLACK = 24

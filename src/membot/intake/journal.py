@@ -31,7 +31,7 @@ from membot.intake.albums import Album, RecentAlbums, album_key
 from membot.intake.contract import Entry, IntakeUnavailable, entry_of, has_media, text_of
 from membot.intake.controls import LocalControls
 from membot.intake.repeats import answered
-from membot.memory.base import ChatRepository
+from membot.memory.contract.repository import ChatRepository
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from membot.memory.durable import append_lines, replace_atomic
+from membot.durable import append_lines, replace_atomic
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)

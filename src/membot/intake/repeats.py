@@ -9,7 +9,7 @@ import json
 
 from membot.ids import ConversationId
 from membot.intake.contract import Entry, has_media
-from membot.memory.base import ChatRepository
+from membot.memory.contract.repository import ChatRepository
 
 # How far back a chat's archive is read at first to find a question whose done mark was lost.
 DEDUP_WINDOW = 100

@@ -39,7 +39,7 @@ from membot.intake.albums import album_of
 from membot.intake.contract import Entry, Intake, NotHolder, transient
 from membot.intake.lanes import Lanes, report
 from membot.intake.repeats import answered, question_of
-from membot.memory.base import ChatRepository
+from membot.memory.contract.repository import ChatRepository
 from membot.tasks import hurried_wait
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,11 @@
-"""Conversation memory: models, the repository contract, and the backends."""
+"""Conversation memory: the contract (memory/contract), the backends (files, redis, inmemory),
+answering through a Redis outage (outage) and copying between backends (migrate)."""
 
-from membot.memory.base import ChatRepository
-from membot.memory.files import FileRepository
+from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary
+from membot.memory.contract.repository import ChatRepository
+from membot.memory.contract.state import ConversationState, SessionConfig
+from membot.memory.files.repository import FileRepository
 from membot.memory.inmemory import MemoryRepository
-from membot.memory.models import ChatContext, ChatMeta, Message, Summary
-from membot.memory.state import ConversationState, SessionConfig
 
 __all__ = [
     "ChatContext",

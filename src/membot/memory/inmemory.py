@@ -10,10 +10,10 @@ from dataclasses import dataclass, field, replace
 
 from membot.clock import utc_now
 from membot.ids import ConversationId
-from membot.memory.attachment import check_file_key
-from membot.memory.delivery import DeliveryMark, progress
-from membot.memory.models import ChatContext, ChatMeta, Message, Summary, new_generation
-from membot.memory.state import ConversationState
+from membot.memory.contract.attachment import check_file_key
+from membot.memory.contract.delivery import DeliveryMark, progress
+from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary, new_generation
+from membot.memory.contract.state import ConversationState
 
 
 @dataclass

@@ -2,7 +2,7 @@
 or the null object that is always up (QUEUE=redis, and no Redis at all).
 
 membot.wiring builds one `RedisHealth` and hands it to every user of Redis that answers
-through an outage: the repository (memory/resilient.py), the turn locks, the summary lease
+through an outage: the repository (memory/outage/repository.py), the turn locks, the summary lease
 and the usage ledger. It is closed (Redis is used) until a call fails or runs out of its
 budget: then it opens, with one WARNING per outage, and from then on nobody waits on
 Redis: users ask `available` first (or go through `call`, which refuses at once). Only a

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 
-from membot.memory.models import Message, iso
+from membot.memory.contract.models import Message, iso
 from membot.search.schema import ENTRY_IDS, INSERT_TERMS, NO_NEIGHBOURS
 from membot.search.text import index_fields
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
-from membot.memory.base import ChatRepository
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository
 from membot.search.db import delete_index, is_damage
 from membot.search.excerpts import CANDIDATES, DEFAULT_BUDGET_TOKENS, Excerpt, gather
 from membot.search.hits import SearchHit

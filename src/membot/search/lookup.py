@@ -9,7 +9,7 @@ import sqlite3
 from datetime import datetime
 from pathlib import Path
 
-from membot.memory.models import iso, parse_iso
+from membot.memory.contract.models import iso, parse_iso
 from membot.search.db import connect
 from membot.search.hits import SearchHit
 from membot.search.period import utc

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from membot.memory.models import iso
+from membot.memory.contract.models import iso
 from membot.search.excerpts import Excerpt, Line, body
 from membot.search.hits import SearchHit
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from membot.ids import ConversationId
-from membot.memory.models import Message, iso
+from membot.memory.contract.models import Message, iso
 from membot.private import private_dir
 from membot.search.db import use_wal
 from membot.search.db import write as _write

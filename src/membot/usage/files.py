@@ -19,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from membot.ids import ConversationId
-from membot.memory.models import iso, parse_iso
+from membot.memory.contract.models import iso, parse_iso
 from membot.private import open_private, private_dir
 from membot.usage.ledger import Charge, Kind, Row, Totals, day_key, month_key
 

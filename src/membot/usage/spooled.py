@@ -1,6 +1,6 @@
 """Charges recorded while Redis is down (STORAGE=redis, QUEUE=local, the breaker open).
 
-The bot keeps answering through an outage (memory/resilient.py), and what those answers cost
+The bot keeps answering through an outage (memory/outage/repository.py), and what those answers cost
 must not be lost: they are appended to `DATA_DIR/usage-spool.jsonl` and added to Redis at
 the first charge recorded once Redis is back. Every call goes through the process's health
 object (membot/redis/health.py): none waits on Redis while it is known to be down, and a failure
@@ -16,8 +16,8 @@ import os
 from functools import partial
 from pathlib import Path
 
-from membot.memory.base import StorageUnavailable
-from membot.memory.durable import open_append, replace_atomic, write_all
+from membot.durable import open_append, replace_atomic, write_all
+from membot.memory.contract.repository import StorageUnavailable
 from membot.redis.health import RedisHealth
 from membot.usage.files import charge_from_json, charge_to_json
 from membot.usage.ledger import Charge, Kind, Row, Totals

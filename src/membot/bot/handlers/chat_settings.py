@@ -22,7 +22,7 @@ from membot.bot.filters import Inline
 from membot.config import LlmSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
-from membot.memory.state import MAX_PERSONA, ConversationState
+from membot.memory.contract.state import MAX_PERSONA, ConversationState
 from membot.usage import Quota, UsageLedger
 from membot.usage.ledger import Totals, day_key, month_key
 

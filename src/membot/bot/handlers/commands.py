@@ -12,8 +12,8 @@ from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.state import ConversationState
+from membot.memory.contract.repository import ChatRepository
+from membot.memory.contract.state import ConversationState
 
 
 def build_router() -> Router:

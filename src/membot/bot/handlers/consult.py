@@ -12,7 +12,7 @@ from membot.bot.turns import run_turn, to_incoming
 from membot.config import ConversationSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
-from membot.memory.state import ConversationState
+from membot.memory.contract.state import ConversationState
 
 
 def build_router() -> Router:

@@ -12,7 +12,7 @@ from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 if TYPE_CHECKING:
     from membot.core.facts import FactsDraft
     from membot.ids import ConversationId
-    from membot.memory.base import ChatRepository
+    from membot.memory.contract.repository import ChatRepository
     from membot.search import HistorySearch
 
 

@@ -8,7 +8,7 @@ DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the othe
     meta.json       counters, timestamps, generation, state (replaced atomically)
     facts.json      facts the user asked to keep (replaced atomically)
     undelivered.json  there while a stored answer may not have been sent (delivery_files.py)
-    files/<key>     the conversation's files: images, documents' text (memory/attachment.py
+    files/<key>     the conversation's files: images, documents' text (memory/contract/attachment.py
                     names them; each written atomically and synced before the turn that
                     refers to it is appended)
 
@@ -30,17 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from membot.clock import utc_now
-from membot.ids import ConversationId
-from membot.locks import KeyedLocks
-from membot.memory.archive import (
-    ForwardReader,
-    read_tail,
-    read_text,
-    tail_of,
-)
-from membot.memory.attachment import check_file_key
-from membot.memory.delivery_files import FileDeliveries, mark_pending
-from membot.memory.durable import (
+from membot.durable import (
     append_lines,
     fdatasync,
     fsync_dir,
@@ -48,8 +38,20 @@ from membot.memory.durable import (
     replace_atomic,
     write_all,
 )
-from membot.memory.hot import HotContexts
-from membot.memory.layout import (
+from membot.ids import ConversationId
+from membot.locks import KeyedLocks
+from membot.memory.contract.attachment import check_file_key
+from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary
+from membot.memory.contract.state import ConversationState
+from membot.memory.files.archive import (
+    ForwardReader,
+    read_tail,
+    read_text,
+    tail_of,
+)
+from membot.memory.files.delivery import FileDeliveries, mark_pending
+from membot.memory.files.hot import HotContexts
+from membot.memory.files.layout import (
     FILES,
     MESSAGES,
     META,
@@ -62,9 +64,7 @@ from membot.memory.layout import (
     remove,
     write_meta,
 )
-from membot.memory.models import ChatContext, ChatMeta, Message, Summary
-from membot.memory.smallfiles import FACTS, add_fact, read_facts, remove_facts
-from membot.memory.state import ConversationState
+from membot.memory.files.smallfiles import FACTS, add_fact, read_facts, remove_facts
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ import shutil
 import uuid
 from pathlib import Path
 
+from membot.durable import fsync_dir, replace_atomic
 from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
-from membot.memory.archive import last_summary_upto, read_small, read_tail
-from membot.memory.durable import fsync_dir, replace_atomic
-from membot.memory.models import ChatMeta, CorruptRecord, Message, new_generation
-from membot.memory.smallfiles import write_json
+from membot.memory.contract.models import ChatMeta, CorruptRecord, Message, new_generation
+from membot.memory.files.archive import last_summary_upto, read_small, read_tail
+from membot.memory.files.smallfiles import write_json
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)

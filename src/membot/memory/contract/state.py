@@ -1,6 +1,6 @@
 """Where a conversation stands (chat, or a consultation and its round; its language, model
 and persona) and what an HTTP API session's first request fixed. Stored with the turn that
-changes it (memory/base.py `append`), in every backend alike."""
+changes it (memory/contract/repository.py `append`), in every backend alike."""
 
 from __future__ import annotations
 

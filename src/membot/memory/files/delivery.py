@@ -1,4 +1,4 @@
-"""The file backend's delivery mark (memory/delivery.py): `undelivered.json` in the
+"""The file backend's delivery mark (memory/contract/delivery.py): `undelivered.json` in the
 conversation's directory, there only while a stored answer may not have been sent.
 
 It is created, synced, before the append of an answer to send (so no crash can leave the
@@ -17,12 +17,12 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
+from membot.durable import replace_atomic, write_all
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
-from membot.memory.archive import read_small, read_tail
-from membot.memory.delivery import DeliveryMark, progress
-from membot.memory.durable import replace_atomic, write_all
-from membot.memory.layout import MESSAGES, listing
+from membot.memory.contract.delivery import DeliveryMark, progress
+from membot.memory.files.archive import read_small, read_tail
+from membot.memory.files.layout import MESSAGES, listing
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from membot.memory.state import opt_int
+from membot.memory.contract.state import opt_int
 
 
 @dataclass(frozen=True, slots=True)

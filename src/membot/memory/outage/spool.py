@@ -1,12 +1,12 @@
 """The outage spool: writes that could not reach Redis, kept in DATA_DIR until it is back.
 
-One JSON object a line, appended and fdatasync'd (memory/durable.py) before the write is
+One JSON object a line, appended and fdatasync'd (membot/durable.py) before the write is
 reported done, so a spooled turn survives a kill of the bot. A change is a line
 `{"id", "op", "cid", ...}`; once it has been written to Redis a line `{"done": id}` follows,
 so a replay cut short by a crash resumes after the last change it finished. When every
 change is done the file is emptied. A torn or unreadable line (a crash mid-write, an edit)
-is skipped with a warning. The changes themselves are memory/changes.py's;
-memory/resilient.py decides when they are written, `Spool.turns` gives a conversation's
+is skipped with a warning. The changes themselves are memory/outage/changes.py's;
+memory/outage/repository.py decides when they are written, `Spool.turns` gives a conversation's
 pending turns to read meanwhile.
 """
 
@@ -21,10 +21,10 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from membot.durable import append_lines, open_append, replace_atomic
 from membot.ids import ConversationId, InvalidConversationId
-from membot.memory.changes import Change
-from membot.memory.durable import append_lines, open_append, replace_atomic
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
+from membot.memory.outage.changes import Change
 
 log = logging.getLogger(__name__)
 

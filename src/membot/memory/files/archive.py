@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from membot.memory.models import CorruptRecord, Message
+from membot.memory.contract.models import CorruptRecord, Message
 
 log = logging.getLogger(__name__)
 

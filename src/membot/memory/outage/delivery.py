@@ -1,4 +1,5 @@
-"""The resilient repository's delivery marks (memory/resilient.py, memory/delivery.py).
+"""The resilient repository's delivery marks (memory/outage/repository.py,
+memory/contract/delivery.py).
 
 Reading them needs Redis: while it is down `undelivered` and `delivery_mark` raise
 StorageUnavailable, so start-up tries again later instead of taking "none" for an answer.
@@ -13,9 +14,9 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository, StorageUnavailable
-from membot.memory.changes import Change
-from membot.memory.delivery import DeliveryMark
+from membot.memory.contract.delivery import DeliveryMark
+from membot.memory.contract.repository import ChatRepository, StorageUnavailable
+from membot.memory.outage.changes import Change
 
 _T = TypeVar("_T")
 

@@ -12,11 +12,10 @@ Keys, all under REDIS_PREFIX (default `membot:`) and named from `str(cid)` alone
     {prefix}conv:{ns}:{key}:files      HASH  file key -> the file's bytes as base64 (images,
                                        documents' text; the client decodes replies as text)
     {prefix}conversations:{ns}         SET   the keys of the namespace's conversations
-    {prefix}undelivered:{ns}           HASH  key -> delivery mark JSON (memory/delivery.py)
+    {prefix}undelivered:{ns}           HASH  key -> delivery mark JSON (memory/contract/delivery.py)
 
-Every write is one Lua script (memory/redis_layout.py), so it is atomic for all clients of
-the server: sequence numbers come from Redis (INCRBY), never from a process, and nothing
-needs WATCH or a retry loop. Reads that need several keys are one MULTI/EXEC.
+Every write is one Lua script (memory/redis/layout.py), atomic for all the server's clients:
+seqs come from Redis (INCRBY), never a process; no WATCH or retry loop; multi-key reads: MULTI.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import uuid
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -36,10 +34,18 @@ from redis.typing import EncodableT
 from membot.clock import utc_now
 from membot.errors import StorageRefused, StorageUnavailable
 from membot.ids import NAMESPACES, ConversationId, InvalidConversationId
-from membot.memory.attachment import check_file_key
-from membot.memory.models import ChatContext, ChatMeta, Message, Summary, iso, new_generation
-from membot.memory.redis_delivery import RedisDeliveries
-from membot.memory.redis_layout import (
+from membot.memory.contract.attachment import check_file_key
+from membot.memory.contract.models import (
+    ChatContext,
+    ChatMeta,
+    Message,
+    Summary,
+    iso,
+    new_generation,
+)
+from membot.memory.contract.state import ConversationState
+from membot.memory.redis.delivery import RedisDeliveries
+from membot.memory.redis.layout import (
     ADD_FACT,
     APPEND,
     PRELUDE,
@@ -54,8 +60,8 @@ from membot.memory.redis_layout import (
     fact_json,
     fact_texts,
     meta_from_hash,
+    new_turn_token,
 )
-from membot.memory.state import ConversationState
 from membot.redis.errors import call
 
 log = logging.getLogger(__name__)
@@ -204,7 +210,7 @@ class RedisRepository(RedisDeliveries):
         token: str,
     ) -> list[Message]:
         """`append` with the turn's token given: sending the same turn again (a spooled turn
-        replayed, memory/resilient.py) returns the stored one if it was the last append."""
+        replayed, memory/outage/repository.py) returns the stored one if it was the last append."""
         if not messages:
             return []
         if state is not None:
@@ -292,7 +298,3 @@ class RedisRepository(RedisDeliveries):
 
     async def close(self) -> None:
         await self.client.aclose()
-
-
-def new_turn_token() -> str:
-    return uuid.uuid4().hex

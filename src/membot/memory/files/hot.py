@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from membot.ids import ConversationId
-from membot.memory.models import ChatContext, ChatMeta, Message
+from membot.memory.contract.models import ChatContext, ChatMeta, Message
 
 # Conversations whose context is kept: a few hundred KiB each at most (a window of long
 # messages), so a few hundred MiB at worst, and a few MiB for everyday chats.

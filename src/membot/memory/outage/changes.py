@@ -1,4 +1,4 @@
-"""A write kept for later (memory/spool.py keeps it in a file): what it is, how it is checked
+"""A write kept for later (memory/outage/spool.py keeps it in a file): what it is, how it is checked
 when read back, and how it is made on the repository once the server answers again.
 
 A change is one of the repository's writes (`op` names the method) with its arguments as
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.models import Message
-from membot.memory.state import ConversationState
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository
+from membot.memory.contract.state import ConversationState
 
 OPS = frozenset({"append", "set_state", "add_fact", "remove_facts", "reset", "delivered"})
 

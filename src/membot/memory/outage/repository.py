@@ -18,7 +18,7 @@ answered without Redis:
   Telegram says the file cannot be kept now) while text turns go on being answered; an
   image of the window that cannot be read is shown to the model as its text marker;
 - writes (a turn with its state, a state, facts, a reset) go to the spool under DATA_DIR
-  (memory/spool.py), fdatasync'd, and are reported done; `save_summary` returns False (the
+  (memory/outage/spool.py), fdatasync'd, and are reported done; `save_summary` returns False (the
   summary is made again at a later turn).
 
 Writing the spool back is one of the health object's recovery steps: once Redis answers,
@@ -42,13 +42,13 @@ from typing import Any, TypeVar
 
 from membot.errors import StorageRefused
 from membot.ids import API, ConversationId
-from membot.memory.base import ChatRepository, CheckedAtStart, StorageUnavailable
-from membot.memory.changes import Change, replay, write_turn
-from membot.memory.models import ChatContext, ChatMeta, Message, new_generation
-from membot.memory.redis import new_turn_token
-from membot.memory.resilient_delivery import ResilientDeliveries
-from membot.memory.spool import Spool
-from membot.memory.state import ConversationState
+from membot.memory.contract.models import ChatContext, ChatMeta, Message, new_generation
+from membot.memory.contract.repository import ChatRepository, CheckedAtStart, StorageUnavailable
+from membot.memory.contract.state import ConversationState
+from membot.memory.outage.changes import Change, replay, write_turn
+from membot.memory.outage.delivery import ResilientDeliveries
+from membot.memory.outage.spool import Spool
+from membot.memory.redis.layout import new_turn_token
 from membot.redis.errors import FAILURES, reason
 from membot.redis.health import TRANSIENT, RedisHealth
 

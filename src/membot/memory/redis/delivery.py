@@ -1,4 +1,4 @@
-"""The Redis backend's delivery marks (memory/delivery.py): one hash per namespace,
+"""The Redis backend's delivery marks (memory/contract/delivery.py): one hash per namespace,
 `{prefix}undelivered:{ns}`, conversation key -> the mark as JSON. The append script sets a
 conversation's (HSETNX) in the same step as the answer it stores; start-up reads the hash
 alone, whatever the number of conversations. A mark whose conversation expired
@@ -12,8 +12,8 @@ from redis.asyncio import Redis
 from redis.typing import EncodableT
 
 from membot.ids import ConversationId, InvalidConversationId
-from membot.memory.delivery import DeliveryMark
-from membot.memory.redis_layout import Keys
+from membot.memory.contract.delivery import DeliveryMark
+from membot.memory.redis.layout import Keys
 from membot.redis.errors import call
 
 # KEYS[1] the conversation's seq, [2] the namespace's marks; ARGV[1] its key, [2] the answer's

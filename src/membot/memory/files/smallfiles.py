@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from membot.clock import utc_now
-from membot.memory.archive import read_small
-from membot.memory.durable import replace_atomic
-from membot.memory.models import iso
+from membot.durable import replace_atomic
+from membot.memory.contract.models import iso
+from membot.memory.files.archive import read_small
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ from typing import Any, Literal
 from membot.clock import utc_now
 from membot.errors import MembotError
 from membot.ids import ConversationId
-from membot.memory.attachment import Attachment
-from membot.memory.delivery import Delivery
-from membot.memory.state import ConversationState, opt_int
+from membot.memory.contract.attachment import Attachment
+from membot.memory.contract.delivery import Delivery
+from membot.memory.contract.state import ConversationState, opt_int
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
@@ -66,13 +66,13 @@ class Message:
     # The conversation's state as this turn left it, on the turn's last message only when the
     # turn changed it: written by the same append as the turn, so the two cannot part.
     state: ConversationState | None = None
-    # What the message carried besides its text (memory/attachment.py): metadata and file
+    # What the message carried besides its text (memory/contract/attachment.py): metadata and file
     # keys only, never bytes. An archive line without it reads as before.
     attachments: tuple[Attachment, ...] = ()
     # An answer the user stopped (Telegram's Stop button) while it was written: the content
     # is what was written until then. Kept only when true; a line without it was not stopped.
     stopped: bool = False
-    # How a Telegram answer is sent (memory/delivery.py): on the turn's answer, so one that
+    # How a Telegram answer is sent (memory/contract/delivery.py): on the turn's answer, so one that
     # was stored but not sent when the process died is sent by the next one.
     delivery: Delivery | None = None
 
@@ -147,7 +147,7 @@ class ChatMeta:
     state: ConversationState = field(default_factory=ConversationState)
     state_seq: int = 0
     # Not stored: True for the stand-in meta a storage answers with while it is unreachable
-    # (memory/resilient.py). Its state is not the conversation's, so nothing may be built on
+    # (memory/outage/repository.py). Its state is not the conversation's, so nothing may be built on
     # it and written back.
     degraded: bool = field(default=False, compare=False)
 

@@ -1,4 +1,4 @@
-"""Steps of `membot migrate` (memory/migrate.py): messages in batches, and a conversation's
+"""Steps of `membot migrate` (memory/migrate/run.py): messages in batches, and a conversation's
 files copied from one backend to another."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from membot.ids import ConversationId
-from membot.memory.base import ChatRepository
-from membot.memory.models import Message
+from membot.memory.contract.models import Message
+from membot.memory.contract.repository import ChatRepository
 
 
 async def batches(messages: AsyncIterator[Message], size: int) -> AsyncIterator[list[Message]]:

@@ -8,9 +8,9 @@ from typing import Protocol, runtime_checkable
 # The storage's failure, named where the contract is (membot/redis/errors.py raises it).
 from membot.errors import StorageUnavailable as StorageUnavailable
 from membot.ids import ConversationId
-from membot.memory.delivery import DeliveryMark
-from membot.memory.models import ChatContext, ChatMeta, Message
-from membot.memory.state import ConversationState
+from membot.memory.contract.delivery import DeliveryMark
+from membot.memory.contract.models import ChatContext, ChatMeta, Message
+from membot.memory.contract.state import ConversationState
 
 
 @runtime_checkable
@@ -120,7 +120,7 @@ class ChatRepository(Protocol):
 
     async def put_file(self, cid: ConversationId, key: str, data: bytes) -> None:
         """Keep a file of the conversation (an image, a document's text) under `key`, made
-        by `memory.attachment.new_file_key` (InvalidFileKey otherwise). Durable when it
+        by `memory.contract.attachment.new_file_key` (InvalidFileKey otherwise). Durable when it
         returns, readable by every process that may answer the conversation, and gone with
         the conversation (`reset`, and with Redis its TTL). A key put again is replaced."""
         ...

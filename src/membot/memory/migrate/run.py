@@ -24,17 +24,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from membot.config import ConfigError, load_subset
+from membot.durable import append_lines, fsync_dir, replace_atomic
 from membot.ids import NAMESPACES, ConversationId
-from membot.memory.archive import read_text
-from membot.memory.base import ChatRepository, StorageUnavailable
-from membot.memory.durable import append_lines, fsync_dir, replace_atomic
-from membot.memory.filecopy import batches, copy_files
-from membot.memory.files import FileRepository
-from membot.memory.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
-from membot.memory.models import ChatMeta, Message
-from membot.memory.redis import RedisRepository
-from membot.memory.redis_layout import fact_json, fact_records, meta_to_hash
-from membot.memory.smallfiles import FACTS, read_facts, write_json
+from membot.memory.contract.models import ChatMeta, Message
+from membot.memory.contract.repository import ChatRepository, StorageUnavailable
+from membot.memory.files.archive import read_text
+from membot.memory.files.layout import MESSAGES, META, SUMMARIES_LOG, SUMMARY
+from membot.memory.files.repository import FileRepository
+from membot.memory.files.smallfiles import FACTS, read_facts, write_json
+from membot.memory.migrate.copy import batches, copy_files
+from membot.memory.redis.layout import fact_json, fact_records, meta_to_hash
+from membot.memory.redis.repository import RedisRepository
 from membot.private import private_dir
 from membot.redis.client import create_client
 from membot.redis.errors import unavailable

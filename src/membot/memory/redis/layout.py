@@ -1,4 +1,4 @@
-"""How the Redis backend (memory/redis.py, whose docstring draws the key layout) stores a
+"""How the Redis backend (memory/redis/repository.py, whose docstring draws the key layout) stores a
 conversation: its keys, its records, and the Lua scripts that write them. Every write is one
 script, so each is atomic for every client of the server."""
 
@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from redis.typing import EncodableT, FieldT
 
 from membot.ids import ConversationId
-from membot.memory.models import ChatMeta, CorruptRecord, Message, iso, new_generation
+from membot.memory.contract.models import ChatMeta, CorruptRecord, Message, iso, new_generation
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ class Keys(NamedTuple):
     facts: str
     namespace_index: str
     files: str
-    undelivered: str  # the namespace's delivery marks (memory/redis_delivery.py)
+    undelivered: str  # the namespace's delivery marks (memory/redis/delivery.py)
 
     @property
     def conversation(self) -> list[str]:
@@ -219,3 +220,9 @@ for i = 2, #KEYS do
 end
 return live
 """
+
+
+def new_turn_token() -> str:
+    """The token an append of a turn carries: replayed after a lost reply, a turn Redis
+    already holds is not stored twice (the append script compares it)."""
+    return uuid.uuid4().hex

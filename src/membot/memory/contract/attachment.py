@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from membot.errors import MembotError
-from membot.memory.state import opt_int, opt_str
+from membot.memory.contract.state import opt_int, opt_str
 
 AttachmentKind = Literal["voice", "audio", "video_note", "image", "document"]
 ATTACHMENT_KINDS: Final = frozenset({"voice", "audio", "video_note", "image", "document"})
