@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
 from membot.roles.process import Process
@@ -81,12 +82,13 @@ StartBot = Callable[..., Awaitable[RunningBot]]
 async def start_bot(
     tg: FakeTelegram, make_settings: Callable[..., Settings]
 ) -> AsyncIterator[StartBot]:
-    """Start the real bot (its real polling loop) against the fakes; stopped at teardown."""
+    """Start the real bot (its real polling loop) against the fakes; stopped at teardown.
+    `drafts`: the drafts' pacing (Telegram's unless a test of something else speeds it up)."""
     running: list[RunningBot] = []
 
-    async def start(**overrides: Any) -> RunningBot:
+    async def start(drafts: DraftPacing = TELEGRAM_PACING, **overrides: Any) -> RunningBot:
         polls_before = tg.call_count("getUpdates")
-        app = Process(make_settings(**overrides))
+        app = Process(make_settings(**overrides), drafts=drafts)
         task = asyncio.create_task(app.run(handle_signals=False))
         bot = RunningBot(app, task)
         running.append(bot)

@@ -12,7 +12,7 @@ import itertools
 import time
 from pathlib import Path
 
-from membot.bot.drafts import FIRST_AFTER
+from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
 from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply
@@ -22,8 +22,10 @@ GROUP = -3004
 # About 2.5 s of writing: 100 pieces of 8 characters, 25 ms apart, the first after 0.2 s.
 WRITING = Pacing(chars=8, first_delay=0.2, delay=0.025)
 ANSWER = "**Plan**: " + " ".join(f"step{n}" for n in range(130)) + "."
-# Drafts at most once a second: measured on the fake's clock, with room for scheduling.
-PACE = 0.9
+# Drafts ten times as often as Telegram's pacing, for the tests about something else: the
+# model writes four times as fast as WRITING (0.6 s), so an answer still shows a few drafts.
+FAST = DraftPacing(interval=0.1, first_after=0.03, backoff=0.5, typing_every=0.5)
+QUICK_WRITING = Pacing(chars=8, first_delay=0.05, delay=0.006)
 
 
 async def ask(tg: FakeTelegram, chat_id: int, text: str, answers: int = 1) -> list[str]:
@@ -36,9 +38,10 @@ async def ask(tg: FakeTelegram, chat_id: int, text: str, answers: int = 1) -> li
     return [m.text for m in sent[before:]]
 
 
-def assert_paced(drafts: list[Draft]) -> None:
+def assert_paced(drafts: list[Draft], pacing: DraftPacing = TELEGRAM_PACING) -> None:
+    # At most one draft per interval, measured on the fake's clock (with room for scheduling).
     gaps = [later.at - earlier.at for earlier, later in itertools.pairwise(drafts)]
-    assert all(gap >= PACE for gap in gaps), gaps
+    assert all(gap >= 0.9 * pacing.interval for gap in gaps), gaps
 
 
 async def test_a_private_chat_sees_drafts_then_the_stored_answer(
@@ -81,9 +84,9 @@ async def test_a_group_gets_no_drafts_and_one_message(
 async def test_a_flood_wait_pauses_the_drafts_not_the_answer(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    await start_bot()
+    await start_bot(drafts=FAST)
     tg.fail_next("sendMessageDraft", 429, "Too Many Requests: retry after 30", chat_id=CHAT)
-    llm.script(Reply(content=ANSWER, pacing=WRITING))
+    llm.script(Reply(content=ANSWER, pacing=QUICK_WRITING))
     [answer] = await ask(tg, CHAT, "plan my week")
     # The first draft was refused for 30 s: no other was tried; the answer came at once.
     assert tg.call_count("sendMessageDraft") == 1 and tg.drafts == []
@@ -91,7 +94,7 @@ async def test_a_flood_wait_pauses_the_drafts_not_the_answer(
     assert answer.startswith("Plan: step0")
     assert stored(data_dir, CHAT)[-1]["content"] == ANSWER
     # The next answer has drafts again: the pause was for the refused answer's drafts.
-    llm.script(Reply(content=ANSWER, pacing=WRITING))
+    llm.script(Reply(content=ANSWER, pacing=QUICK_WRITING))
     await ask(tg, CHAT, "and next week?")
     assert tg.drafts_to(CHAT)
 
@@ -111,12 +114,12 @@ async def test_streaming_off_keeps_the_single_message(
 async def test_text_beside_a_tool_call_streams_into_the_draft(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    await start_bot(summary_every=1000)
+    await start_bot(drafts=FAST, summary_every=1000)
     note = "Let me note that down for you, Anna, so I remember it next time."
     call = {"function": {"name": "remember", "arguments": {"fact": "Anna drinks green tea"}}}
     llm.script(
-        Reply(content=note, tool_calls=[call], pacing=WRITING),
-        Reply(content=ANSWER, pacing=WRITING),
+        Reply(content=note, tool_calls=[call], pacing=QUICK_WRITING),
+        Reply(content=ANSWER, pacing=QUICK_WRITING),
     )
     sent = await ask(tg, CHAT, "remember: I drink green tea", answers=2)
     # The note was shown in the draft as it was written, then sent as its own message (it
@@ -128,7 +131,7 @@ async def test_text_beside_a_tool_call_streams_into_the_draft(
     after = [d for d in drafts if d.at > note_at]
     assert after and all(sent[1].startswith(d.text.rstrip()) for d in after)
     assert len({d.draft_id for d in drafts}) == 1
-    assert_paced(drafts)
+    assert_paced(drafts, FAST)
     turn = stored(data_dir, CHAT)
     assert [m["role"] for m in turn] == ["user", "assistant", "tool", "assistant"]
     assert turn[1]["content"] == note and turn[3]["content"] == ANSWER
@@ -162,11 +165,11 @@ async def test_no_draft_in_the_first_moments_of_an_answer(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
     # A fast model's answer is done within them: a draft the message replaces a moment
-    # later would be a Bot API call for nothing (bot/drafts.py FIRST_AFTER).
+    # later would be a Bot API call for nothing (bot/drafts.py DraftPacing.first_after).
     await start_bot()
-    llm.script(Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.025)))  # writing at once
+    llm.script(Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.006)))  # writing at once
     pushed_at = time.monotonic()
     [answer] = await ask(tg, CHAT, "plan my week")
     drafts = tg.drafts_to(CHAT)
-    assert drafts and drafts[0].at - pushed_at >= FIRST_AFTER
+    assert drafts and drafts[0].at - pushed_at >= TELEGRAM_PACING.first_after
     assert answer.startswith("Plan: step0") and stored(data_dir, CHAT)[-1]["content"] == ANSWER

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.conftest import StartBot
 from tests.e2e.helpers import stored
-from tests.e2e.test_drafts import ANSWER, WRITING, assert_paced
+from tests.e2e.test_drafts import ANSWER, FAST, QUICK_WRITING, WRITING, assert_paced
 from tests.fakes import FakeLLM, FakeTelegram, Reply, media_files
 
 CHAT = 4343
@@ -26,9 +26,9 @@ QUOTE = {"type": "blockquote", "offset": 0, "length": len(HEARD)}
 async def test_a_voice_drafts_the_transcript_first_then_the_growing_answer(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    await start_bot()
+    await start_bot(drafts=FAST)
     llm.script_transcription(HEARD)
-    llm.script(Reply(content=ANSWER, pacing=WRITING))
+    llm.script(Reply(content=ANSWER, pacing=QUICK_WRITING))
     llm.gate = asyncio.Event()  # the model's answer waits until the first draft was seen
     tg.push_voice(CHAT, data=media_files.ogg_voice(2.0), duration=2)
     await tg.wait_until(lambda: bool(tg.drafts_to(CHAT)), what="the first draft")
@@ -52,7 +52,7 @@ async def test_a_voice_drafts_the_transcript_first_then_the_growing_answer(
     lengths = [len(d.text) for d in drafts]
     assert lengths == sorted(lengths) and lengths[-1] < len(final.text)
     assert len({d.draft_id for d in drafts}) == 1 and all(d.at < final.at for d in drafts)
-    assert_paced(drafts)
+    assert_paced(drafts, FAST)
     [user, assistant] = stored(data_dir, CHAT)
     assert (user["content"], assistant["content"]) == (HEARD, ANSWER)
     assert llm.streams == 1
@@ -61,8 +61,8 @@ async def test_a_voice_drafts_the_transcript_first_then_the_growing_answer(
 async def test_a_document_streams_like_text(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    await start_bot()
-    llm.script(Reply(content=ANSWER, pacing=WRITING))
+    await start_bot(drafts=FAST)
+    llm.script(Reply(content=ANSWER, pacing=QUICK_WRITING))
     tg.push_document(CHAT, b"a,b\n1,2\n", file_name="t.csv", mime_type="text/csv")
     [final] = await tg.wait_for_messages(CHAT, 1)
     drafts = tg.drafts_to(CHAT)

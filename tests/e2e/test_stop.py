@@ -22,6 +22,7 @@ from membot.memory.redis import RedisRepository
 from membot.roles.process import Process
 from tests.conftest import RunningBot, StartBot
 from tests.e2e.helpers import meta, stored
+from tests.e2e.test_drafts import FAST
 from tests.e2e.test_stream_intake import queued
 from tests.e2e.test_webhook import StartHooked, start_hooked
 from tests.fakes import Draft, FakeLLM, FakeTelegram, Pacing, Reply, media_files
@@ -131,7 +132,7 @@ async def test_a_stop_before_the_model_wrote_anything_sends_the_label_alone(
 async def test_a_stop_for_no_answer_in_progress_is_harmless(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
-    await start_bot()
+    await start_bot(drafts=FAST)  # about Stop, not the pacing
     tg.push_stop(CHAT, 12345)  # nothing is being written
     llm.script(Reply(content="All well.", pacing=Pacing(chars=8, delay=0.01)))
     tg.push_text(CHAT, "hello")
@@ -139,8 +140,8 @@ async def test_a_stop_for_no_answer_in_progress_is_harmless(
     # A stop for another draft than the one being written does not touch it either.
     assert answer.text == "All well."
     assert [m.get("stopped", False) for m in stored(data_dir, CHAT)] == [False, False]
-    short = ANSWER[:1000] + "."  # 3 s of writing
-    llm.script(Reply(content=short, pacing=SLOW))
+    short = ANSWER[:1000] + "."  # 1 s of writing
+    llm.script(Reply(content=short, pacing=Pacing(chars=8, first_delay=0.1, delay=0.008)))
     tg.push_text(CHAT, "plan my year")
     draft = await first_draft(tg, CHAT)
     tg.push_stop(CHAT, draft.draft_id + 1)

@@ -28,6 +28,7 @@ from aiogram.types import BotCommand, LinkPreviewOptions, Message, Update
 from pydantic import ValidationError
 
 from membot.bot import texts
+from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.bot.filters import AddressedToBot
 from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
@@ -74,6 +75,7 @@ class MembotApp:
         core: Core,
         *,
         passing: Callable[[BaseException], bool] = _never,
+        drafts: DraftPacing = TELEGRAM_PACING,
     ) -> None:
         pin_response_models()
         telegram, limits = settings.telegram, settings.limits
@@ -99,7 +101,8 @@ class MembotApp:
             quota=core.quota,
             admins=ChatAdmins(limits.admin_user_ids),
             passing=passing,
-            streaming=telegram.streaming,
+            # STREAMING: the drafts' pacing, None for one message per answer.
+            streaming=drafts if telegram.streaming else None,
         )
         # Inner, in this order: the allowlist first (an outsider's chat is never read), then
         # what the handler knows of the chat (`cid`, `state`, `words`), errors' apology too.

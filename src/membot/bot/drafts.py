@@ -2,13 +2,15 @@
 
 `Drafts` keeps the text the model has written so far and one task that shows it with
 `sendMessageDraft` (one draft id per answer, with Telegram's Stop button): when at least
-`MIN_NEW` characters are new, and no more often than once per `INTERVAL` (Telegram tolerates
-about one update a second; drafts are never sent in a burst). Until the first draft is
+`min_new` characters are new, and no more often than once per `interval` (Telegram tolerates
+about one update a second; drafts are never sent in a burst). The pacing is a `DraftPacing`
+given by the wiring (bot/app.py): Telegram's defaults in production, a faster one in tests
+that are not about the pacing. Until the first draft is
 shown, the same task keeps the typing indicator on. A draft is a preview only: the answer is
 stored and then sent as a message (TelegramSink.answer), which replaces the draft.
 
 Nothing here may cost the user the answer: a 429 pauses the drafts for its retry_after, any
-other failure for `BACKOFF`; `add` never raises and never waits on Telegram."""
+other failure for `backoff`; `add` never raises and never waits on Telegram."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import contextlib
 import itertools
 import logging
 import time
+from dataclasses import dataclass
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest, TelegramRetryAfter
@@ -27,14 +30,24 @@ from membot.bot.throttle import DraftSkipped
 
 log = logging.getLogger(__name__)
 
-INTERVAL = 1.0  # seconds between two drafts of one answer, at least
-# No draft before the stream has run this long: a fast model's answer is done by then, and
-# a draft replaced by the message a moment later is a Bot API call for nothing.
-FIRST_AFTER = 0.3
-MIN_NEW = 24  # characters that make a new draft worth sending
-BACKOFF = 5.0  # seconds the drafts pause after a failure that was not a 429
-TYPING_EVERY = 5.0  # Telegram shows "typing…" for about 5 s
 REQUEST_TIMEOUT = 5  # a slow draft must not hold up the answer for long
+
+
+@dataclass(frozen=True)
+class DraftPacing:
+    """How often an answer's drafts go out; the defaults are what Telegram tolerates."""
+
+    interval: float = 1.0  # seconds between two drafts of one answer, at least
+    # No draft before the stream has run this long: a fast model's answer is done by then,
+    # and a draft replaced by the message a moment later is a Bot API call for nothing.
+    first_after: float = 0.3
+    min_new: int = 24  # characters that make a new draft worth sending
+    backoff: float = 5.0  # seconds the drafts pause after a failure that was not a 429
+    typing_every: float = 5.0  # Telegram shows "typing…" for about 5 s
+
+
+TELEGRAM_PACING = DraftPacing()  # production's
+
 
 # Draft ids: non-zero, unique per answer within this process (a draft with the same id in
 # the same chat is animated as a change of that draft; a new id starts a new one).
@@ -45,8 +58,9 @@ class Drafts:
     """The drafts of one answer in one private chat. Use as `async with`: the task that
     sends them lives inside the block and is ended (awaited) when it closes."""
 
-    def __init__(self, bot: Bot, chat_id: int) -> None:
+    def __init__(self, bot: Bot, chat_id: int, pacing: DraftPacing) -> None:
         self.bot = bot
+        self.pacing = pacing
         self.chat_id = chat_id
         self.draft_id = next(_ids)
         self.text = ""
@@ -55,7 +69,7 @@ class Drafts:
         self.sent = 0  # drafts Telegram accepted
         self._shown = 0  # len(self.text) when the last draft was sent
         self._next_at = 0.0  # time.monotonic() before which no draft is sent
-        self._start_at = time.monotonic() + FIRST_AFTER  # ... nor before this one
+        self._start_at = time.monotonic() + pacing.first_after  # ... nor before this one
         self._closed = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()  # one draft in flight; `reset` and `close` wait for it
@@ -97,7 +111,8 @@ class Drafts:
 
     def _due(self) -> bool:
         new = len(self.text) - self._shown
-        return (new >= MIN_NEW and bool(self.text.strip())) or self.quote != self._quoted
+        worth = new >= self.pacing.min_new and bool(self.text.strip())
+        return worth or self.quote != self._quoted
 
     async def _run(self) -> None:
         try:
@@ -112,22 +127,23 @@ class Drafts:
             )
 
     async def _loop(self) -> None:
+        typing_every = self.pacing.typing_every
         await self._typing()
         typed_at = time.monotonic()
         while not self._closed:
             now = time.monotonic()
-            if self.sent == 0 and now - typed_at >= TYPING_EVERY:
+            if self.sent == 0 and now - typed_at >= typing_every:
                 await self._typing()
                 typed_at = now
             if not self._due():
                 self._wake.clear()
-                timeout = TYPING_EVERY if self.sent == 0 else None
+                timeout = typing_every if self.sent == 0 else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
                 continue
             wait = max(self._next_at, self._start_at) - now
             if wait > 0:  # pacing, not synchronisation: Telegram's limit on drafts
-                await asyncio.sleep(min(wait, TYPING_EVERY))
+                await asyncio.sleep(min(wait, typing_every))
                 continue
             async with self._lock:
                 if not self._closed and self._due():
@@ -146,7 +162,7 @@ class Drafts:
                     raise
                 await self._send(part.text, None)  # formatting refused: plain text
         except DraftSkipped:  # the bot's budget is for messages first (bot/throttle.py)
-            self._next_at = time.monotonic() + INTERVAL
+            self._next_at = time.monotonic() + self.pacing.interval
             return
         except TelegramRetryAfter as exc:
             log.warning("chat %s: drafts paused %ss (flood control)", self.chat_id, exc.retry_after)
@@ -154,11 +170,11 @@ class Drafts:
             return
         except Exception as exc:  # a draft is a preview: its failure must not end the turn
             log.warning("chat %s: draft not shown: %s", self.chat_id, type(exc).__name__)
-            self._next_at = time.monotonic() + BACKOFF
+            self._next_at = time.monotonic() + self.pacing.backoff
             return
         self.sent += 1
         self._shown, self._quoted = length, quote
-        self._next_at = time.monotonic() + INTERVAL
+        self._next_at = time.monotonic() + self.pacing.interval
 
     async def _send(self, text: str, entities: list[MessageEntity] | None) -> None:
         await self.bot.send_message_draft(

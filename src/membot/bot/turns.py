@@ -21,7 +21,7 @@ from aiogram.types import Message
 from aiogram.utils.chat_action import ChatActionSender
 
 from membot.bot import texts
-from membot.bot.drafts import Drafts
+from membot.bot.drafts import DraftPacing, Drafts
 from membot.bot.files import SentFile, check, download, sent_file
 from membot.bot.filters import strip_mention
 from membot.bot.refusals import over_limit, unusable_file
@@ -66,15 +66,15 @@ async def run_turn(
     incoming: Incoming,
     turn: Turn,
     *,
-    streaming: bool = False,
+    streaming: DraftPacing | None = None,
 ) -> TurnResult | None:
     """Run a turn with the typing indicator on; a model failure becomes a short apology, in
     the conversation's language (English if the failed turn was the one to detect it: a
     failed turn stores nothing). First the user's budgets and rate limit: a user over one
     gets one line saying which and when it resets, and nothing is sent or stored.
-    `streaming` (STREAMING): in a private chat the answer is shown as drafts while it is
-    written (DraftSink), the typing indicator on until the first; groups and forum topics
-    get one message."""
+    `streaming` (STREAMING): the drafts' pacing, or None. With it, in a private chat the
+    answer is shown as drafts while it is written (DraftSink), the typing indicator on until
+    the first; groups and forum topics get one message."""
     try:
         await service.admit(incoming)
     except OverLimit as refused:
@@ -82,8 +82,9 @@ async def run_turn(
         await message.answer(over_limit(words, refused, service.quota))
         return None
     try:
-        if streaming and message.chat.type == "private" and topic_of(message) is None:
-            async with Drafts(bot, message.chat.id) as drafts:
+        private = message.chat.type == "private" and topic_of(message) is None
+        if streaming is not None and private:
+            async with Drafts(bot, message.chat.id, streaming) as drafts:
                 # Stop on the draft reaches the turn through the runner (intake/runner.py).
                 with service.stops.register(message.chat.id, drafts.draft_id) as stop:
                     sink = DraftSink(bot, message, service.repository, drafts, stop)
@@ -108,7 +109,7 @@ async def answer_files(
     media: MediaSettings,
     album: Sequence[Message] = (),
     *,
-    streaming: bool = False,
+    streaming: DraftPacing | None = None,
 ) -> None:
     """One turn for `message`'s file, or an album's (`album`: every part's message, in
     order, the first being `message`). `streaming` as for text (run_turn): in a private chat

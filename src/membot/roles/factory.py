@@ -21,6 +21,7 @@ from membot.wiring import Core, build_core
 if TYPE_CHECKING:
     from membot.api.server import ApiServer
     from membot.bot.app import MembotApp
+    from membot.bot.drafts import DraftPacing
     from membot.bot.outbox import Redelivery
     from membot.intake.contract import Intake
     from membot.intake.polling import PollingSource
@@ -41,7 +42,12 @@ class Parts:
     redelivery: Redelivery | None = None
 
 
-def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None = None) -> Parts:
+def build_parts(
+    settings: Settings,
+    role: ProcessRole = "run",
+    core: Core | None = None,
+    drafts: DraftPacing | None = None,
+) -> Parts:
     if role in ("receive", "worker") and settings.queue.backend != "redis":
         raise ValueError(f"`membot {role}` needs QUEUE=redis")
     core = core or build_core(settings)
@@ -49,7 +55,7 @@ def build_parts(settings: Settings, role: ProcessRole = "run", core: Core | None
     if role != "api":  # `membot api` is the HTTP API alone: no Telegram part, no aiogram
         from membot.roles.telegram import build_telegram
 
-        tg = build_telegram(settings, role, core)
+        tg = build_telegram(settings, role, core, drafts)
     api = None
     if role == "api" or settings.api.port is not None:
         from membot.api.server import ApiServer  # only when the API is on

@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 
 from membot.config import Settings
 from membot.roles import ProcessRole
 from membot.roles.factory import Parts, build_parts
 from membot.roles.signals import Stopping, on_signals
 from membot.wiring import Core, shutdown_grace
+
+if TYPE_CHECKING:
+    from membot.bot.drafts import DraftPacing
 
 log = logging.getLogger(__name__)
 
@@ -20,9 +24,13 @@ class Process:
     """One process's parts: `run()` until `stop()` or a signal."""
 
     def __init__(
-        self, settings: Settings, role: ProcessRole = "run", core: Core | None = None
+        self,
+        settings: Settings,
+        role: ProcessRole = "run",
+        core: Core | None = None,
+        drafts: DraftPacing | None = None,  # the drafts' pacing; None: Telegram's
     ) -> None:
-        self.parts: Parts = build_parts(settings, role, core)
+        self.parts: Parts = build_parts(settings, role, core, drafts)
         self.settings = settings
         self.role = role
         self.core = self.parts.core

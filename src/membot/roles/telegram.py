@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membot.bot.app import COMMANDS, MembotApp
+from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.bot.outbox import Outbox, Redelivery
 from membot.bot.updates import BotUpdates
 from membot.config import QueueSettings, Settings
@@ -32,10 +33,17 @@ class TelegramParts:
     redelivery: Redelivery | None
 
 
-def build_telegram(settings: Settings, role: ProcessRole, core: Core) -> TelegramParts:
+def build_telegram(
+    settings: Settings, role: ProcessRole, core: Core, drafts: DraftPacing | None = None
+) -> TelegramParts:
     stream = settings.queue.backend == "redis"
+    pacing = drafts or TELEGRAM_PACING
     # With the stream, a failure that passes is left to the runner to try again.
-    app = MembotApp(settings, core, passing=transient) if stream else MembotApp(settings, core)
+    app = (
+        MembotApp(settings, core, passing=transient, drafts=pacing)
+        if stream
+        else MembotApp(settings, core, drafts=pacing)
+    )
     client: Redis | None = None
     intake: Intake
     name = ""

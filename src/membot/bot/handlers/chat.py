@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiogram import Bot, F, Router
 from aiogram.types import Message
 
+from membot.bot.drafts import DraftPacing
 from membot.bot.filters import AddressedToBot, Inline
 from membot.bot.turns import run_turn, to_incoming
 from membot.core.service import ConversationService
@@ -17,7 +18,7 @@ def build_router() -> Router:
 
 
 async def on_text(
-    message: Message, bot: Bot, service: ConversationService, streaming: bool
+    message: Message, bot: Bot, service: ConversationService, streaming: DraftPacing | None
 ) -> None:
     incoming = await to_incoming(message, bot)
     await run_turn(

@@ -8,6 +8,7 @@ from aiogram.filters import Command, CommandObject
 from aiogram.types import Message
 
 from membot.bot import texts
+from membot.bot.drafts import DraftPacing
 from membot.bot.turns import run_turn, to_incoming
 from membot.config import ConversationSettings
 from membot.core.service import ConversationService
@@ -31,7 +32,7 @@ async def consult(
     words: texts.Texts,
     service: ConversationService,
     conversation: ConversationSettings,
-    streaming: bool,
+    streaming: DraftPacing | None,
 ) -> None:
     if state.consulting:
         await message.answer(
@@ -62,7 +63,7 @@ async def finish(
     state: ConversationState,
     words: texts.Texts,
     service: ConversationService,
-    streaming: bool,
+    streaming: DraftPacing | None,
 ) -> None:
     if not state.consulting:
         await message.answer(words.NOT_CONSULTING)

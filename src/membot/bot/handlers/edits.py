@@ -11,6 +11,7 @@ from dataclasses import replace
 from aiogram import Bot, F, Router
 from aiogram.types import Message
 
+from membot.bot.drafts import DraftPacing
 from membot.bot.filters import AddressedToBot, Inline
 from membot.bot.turns import run_turn, to_incoming
 from membot.core.service import ConversationService
@@ -27,7 +28,7 @@ def build_router() -> Router:
 
 
 async def on_edit(
-    message: Message, bot: Bot, service: ConversationService, streaming: bool
+    message: Message, bot: Bot, service: ConversationService, streaming: DraftPacing | None
 ) -> None:
     if (message.text or "").startswith("/"):
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aiogram import Bot, F, Router
 from aiogram.types import Message
 
+from membot.bot.drafts import DraftPacing
 from membot.bot.filters import AddressedToBot, Inline
 from membot.bot.turns import answer_files
 from membot.config.groups import MediaSettings
@@ -27,7 +28,7 @@ async def on_file(
     bot: Bot,
     service: ConversationService,
     media: MediaSettings,
-    streaming: bool,
+    streaming: DraftPacing | None,
     album: tuple[Message, ...] = (),
 ) -> None:
     await answer_files(message, bot, service, media, album, streaming=streaming)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from aiogram import Bot, F, Router
 from aiogram.types import Message
 
+from membot.bot.drafts import DraftPacing
 from membot.bot.filters import AddressedToBot, Inline
 from membot.bot.turns import answer_files
 from membot.config.groups import MediaSettings
@@ -24,6 +25,6 @@ async def on_voice(
     bot: Bot,
     service: ConversationService,
     media: MediaSettings,
-    streaming: bool,
+    streaming: DraftPacing | None,
 ) -> None:
     await answer_files(message, bot, service, media, streaming=streaming)
