@@ -51,7 +51,7 @@ async def _measure(kind: str, count: int) -> dict[str, object]:
             openrouter_model=MODEL,
             data_dir=Path(tmp) / "data",
         )
-        media = build_media(settings, None)
+        media = build_media(settings.llm, settings.media, None)
         try:
             data = IMAGES[kind]()
             await media.reader.images.prepare(media_files.jpeg(64, 48))  # Pillow imported

@@ -230,7 +230,7 @@ def build_core(
     repository = repository or build_repository(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.storage.data_dir, shared, clock, health)
-    media = build_media(settings, ledger, clock)
+    media = build_media(settings.llm, settings.media, ledger, clock)
     # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
     model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock, utc_now
-from membot.config import Settings
+from membot.config import LlmSettings, MediaSettings
 from membot.core.media import MediaReader
 from membot.media.images import ImageDecoder
 from membot.media.memory import map_large_blocks
@@ -51,16 +51,14 @@ class MediaParts:
 
 
 def build_media(
-    settings: Settings, ledger: UsageLedger | None, clock: Clock = utc_now
+    llm: LlmSettings, media: MediaSettings, ledger: UsageLedger | None, clock: Clock = utc_now
 ) -> MediaParts:
     from membot.media.catalog import ModelCatalog  # imported late: only where used
     from membot.media.provider import provider_client
     from membot.media.transcribe import Transcriber
 
-    llm = settings.llm
     client = provider_client(llm, retries=LLM_RETRIES if llm.enable_retry else 0)
     catalog = ModelCatalog(client)
-    media = settings.media
     pdf = PdfProcesses(
         seconds=media.pdf_timeout, memory_mb=media.pdf_memory_mb, processes=media.pdf_processes
     )

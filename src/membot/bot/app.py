@@ -34,7 +34,7 @@ from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
-from membot.config import Settings
+from membot.config import QueueSettings, Settings
 from membot.intake.contract import CONTROLS
 from membot.ratelimit import build_limits
 from membot.wiring import Core
@@ -88,7 +88,7 @@ class MembotApp:
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
         # Telegram's limits on sending: shared by every process through Redis with QUEUE=redis.
-        self.bot.session.middleware(Throttle(build_limits(telegram, _shared(settings, core))))
+        self.bot.session.middleware(Throttle(build_limits(telegram, _shared(settings.queue, core))))
         # No FSM: nothing here uses aiogram's per-user state, so no storage is kept for it.
         self.dispatcher = Dispatcher(
             disable_fsm=True,
@@ -179,8 +179,8 @@ class MembotApp:
         await self.bot.session.close()
 
 
-def _shared(settings: Settings, core: Core) -> tuple[Redis, str] | None:
+def _shared(queue: QueueSettings, core: Core) -> tuple[Redis, str] | None:
     """Telegram's limits are counted in Redis when processes answer from one stream."""
-    if core.redis is None or settings.queue.backend != "redis":
+    if core.redis is None or queue.backend != "redis":
         return None
-    return core.redis, settings.redis.prefix
+    return core.redis, core.settings.redis.prefix
