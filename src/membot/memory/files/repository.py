@@ -7,7 +7,7 @@ DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the othe
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, generation, state (replaced atomically)
     facts.json      facts the user asked to keep (replaced atomically)
-    undelivered.json  there while a stored answer may not have been sent (delivery_files.py)
+    undelivered.json  there while a stored answer may not have been sent (delivery.py)
     files/<key>     the conversation's files: images, documents' text (memory/contract/attachment.py
                     names them; each written atomically and synced before the turn that
                     refers to it is appended)
