@@ -24,7 +24,7 @@ from tests.fakes import media_files
 from bench.core import API_KEY, MODEL
 from membot.config import load_settings
 from membot.media.errors import MediaError
-from membot.wiring_media import build_media
+from membot.wiring import build_media
 
 IMAGES = {
     "photo": lambda: media_files.jpeg(1280, 960),

@@ -38,7 +38,7 @@ PARTS: tuple[tuple[str, str, str, str], ...] = (
     ("usage record", "usage/files.py", "record", "the charge, counted and queued"),
     ("render", "bot/render.py", "render", "Markdown to Telegram entities"),
     ("send", "bot/render.py", "send_markdown", "sendMessage, paced"),
-    ("pacing", "membot/ratelimit.py", "acquire", "Telegram's limits (GCRA)"),
+    ("pacing", "membot/bot/limits.py", "acquire", "Telegram's limits (GCRA)"),
     ("typing", "aiogram/utils/chat_action.py", "__aenter__", "the typing indicator starts"),
     ("summary", "core/summarizer.py", "maybe_summarize", "one summary per 20 messages"),
 )

@@ -1,4 +1,4 @@
-"""Telegram's limits (membot.ratelimit): the pace each limit allows, with the clock given by
+"""Telegram's limits (bot/limits.py): the pace each limit allows, with the clock given by
 the test; the same limits shared by two processes' clients on the real Redis; a 429's pause
 for everyone; and pacing that goes on, per process, while Redis fails."""
 
@@ -11,8 +11,8 @@ import pytest
 from redis.asyncio import Redis
 from tests.unit.conftest import REDIS_URL
 
+from membot.bot.limits import US, LocalLimits, Rates, RedisLimits
 from membot.config import Settings
-from membot.ratelimit import US, LocalLimits, Rates, RedisLimits
 from membot.redis.client import create_client
 
 CHAT = 7
@@ -132,7 +132,7 @@ async def test_while_redis_fails_each_process_paces_itself(
     client = create_client("redis://127.0.0.1:1/0")
     try:
         limits = RedisLimits(client, "membot-test:", rates(telegram_chat_rate=0.1))
-        with caplog.at_level(logging.WARNING, logger="membot.ratelimit"):
+        with caplog.at_level(logging.WARNING, logger="membot.bot.limits"):
             for _ in range(3):  # the burst goes at once
                 await limits.acquire(CHAT)
         assert limits.local.try_acquire(CHAT) > 5 * US  # the next waits its ten seconds

@@ -32,11 +32,11 @@ from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.bot.filters import AddressedToBot
 from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.limits import build_limits
 from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
 from membot.config import QueueSettings, Settings
 from membot.intake.contract import CONTROLS
-from membot.ratelimit import build_limits
 from membot.wiring import Core
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Pacing of what the bot sends (see membot.ratelimit), as an aiogram request middleware:
+"""Pacing of what the bot sends (see bot/limits.py), as an aiogram request middleware:
 every call that puts a message in a chat waits for its turn under Telegram's limits, and a
 429 pauses the chat (for every process, with QUEUE=redis) and is sent again after the pause.
 No answer is dropped because of a limit; it waits.
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from aiogram.methods import TelegramMethod
     from aiogram.methods.base import Response
 
-    from membot.ratelimit import SendLimits
+    from membot.bot.limits import SendLimits
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The wiring's media part: what the turn understands uploads with, built from the settings
-and closed with the core (membot.wiring's `Core` holds one `MediaParts`).
+and closed with the core (wiring/core.py's `Core` holds one `MediaParts`).
 
 One client of the provider's endpoints beside chat serves the transcriber and the model
 catalog; PDFs are read in child processes bounded in time and memory (media/pdf.py), which
@@ -19,14 +19,12 @@ from membot.media.images import ImageDecoder
 from membot.media.memory import map_large_blocks
 from membot.media.pdf import PdfProcesses
 from membot.usage import UsageLedger
+from membot.wiring.model import LLM_RETRIES
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
     from membot.media.catalog import ModelCatalog
-
-# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
-LLM_RETRIES = 2
 
 
 @dataclass

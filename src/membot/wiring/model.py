@@ -1,0 +1,88 @@
+"""The model and the agent, built from the settings: the provider's client (with its retries),
+the agent with its prompt, summarizer, tools and search, and how long shutdown waits for a
+turn still waiting on the model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from membot.config import LlmSettings, Settings
+from membot.core.agent import Agent
+from membot.core.media import MediaReader
+from membot.core.prompt import PromptBuilder
+from membot.core.summarizer import Summarizer
+from membot.core.tools.builtin import builtin
+from membot.llm.client import OpenAIChatModel
+from membot.llm.model import ChatModel
+from membot.llm.tools import ToolExecutor, make_mode
+from membot.memory.contract.repository import ChatRepository
+from membot.redis.health import ALWAYS_UP, Health
+from membot.search import HistorySearch
+from membot.tasks import TaskSupervisor
+
+if TYPE_CHECKING:
+    from membot.redis.client import Redis
+
+# With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
+LLM_RETRIES = 2
+
+
+def shutdown_grace(llm: LlmSettings) -> float:
+    """How long shutdown waits for answers in progress. Telegram already counts those updates
+    as delivered (and an HTTP client is waiting), so one cut short is a message never
+    answered: wait long enough for a turn waiting on the model to get its answer and send it."""
+    attempts = 1 + (LLM_RETRIES if llm.enable_retry else 0)
+    return attempts * llm.timeout + 10.0
+
+
+def build_model(llm: LlmSettings) -> ChatModel:
+    return OpenAIChatModel(
+        api_key=llm.api_key.get_secret_value(),
+        base_url=llm.base_url,
+        model=llm.default_model,
+        timeout=llm.timeout,
+        retries=LLM_RETRIES if llm.enable_retry else 0,
+    )
+
+
+def build_agent(
+    settings: Settings,
+    model: ChatModel,
+    repository: ChatRepository,
+    tasks: TaskSupervisor | None = None,
+    *,
+    redis: Redis | None = None,
+    health: Health = ALWAYS_UP,
+    media: MediaReader | None = None,
+) -> Agent:
+    from membot.redis.lease import summary_lease  # imported late: only where used
+
+    tools, conversation = settings.tools, settings.conversation
+    registry = builtin.subset(tools.enabled)
+    return Agent(
+        model=model,
+        repository=repository,
+        prompts=PromptBuilder(conversation.system_prompt),
+        summarizer=Summarizer(
+            model,
+            repository,
+            every=conversation.summary_every,
+            window=conversation.window_size,  # kept out of the summary (core/window.py)
+            language=conversation.summary_language,
+            lease=summary_lease(
+                redis, settings.redis.prefix, llm_timeout=settings.llm.timeout, health=health
+            ),
+        ),
+        window_size=conversation.window_size,
+        tools=ToolExecutor(registry, timeout=tools.timeout) if registry else None,
+        tool_mode=make_mode(tools.mode),
+        max_tool_steps=tools.max_iterations,
+        # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
+        search=HistorySearch(repository, settings.storage.data_dir),
+        search_budget=tools.search_budget_tokens,
+        tasks=tasks,
+        consult_rounds=conversation.consult_rounds,
+        max_rounds=conversation.max_rounds,
+        models=settings.llm.model_choices,
+        media=media,
+    )
