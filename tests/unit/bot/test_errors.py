@@ -1,0 +1,38 @@
+"""The error handler (bot/handlers/errors.py), fed to the dispatcher: an update whose
+handling fails unexpectedly gets a short apology in the chat's language, and the failure
+goes no further than the log."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import pytest
+
+from membot.bot import texts
+
+if TYPE_CHECKING:
+    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
+    from tests.unit.bot.conftest import Door
+
+CHAT = 7601
+EN, RU = texts.EN, texts.get("ru")
+
+
+async def test_telegram_refusing_the_answer_gets_an_apology(door: Door) -> None:
+    door.tg.fail_next("sendMessage", 400, "Bad Request: message to be replied not found")
+    door.model.script("This answer will bounce.")
+    assert await door.say(CHAT, "hello") == [EN.INTERNAL_ERROR]
+    assert await door.say(CHAT, "/start") == [EN.START]  # the next update is answered
+
+
+async def test_a_failure_no_one_expected_is_apologised_for_in_the_chats_language(
+    door: Door, caplog: pytest.LogCaptureFixture
+) -> None:
+    await door.say(CHAT, "/language ru")
+    door.model.script(RuntimeError("a bug, quoting the secret word"))
+    with caplog.at_level(logging.INFO):
+        assert await door.say(CHAT, "the secret word") == [RU.INTERNAL_ERROR]
+    [failed] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "RuntimeError" in failed.getMessage()
+    assert "secret" not in caplog.text and failed.exc_info is None  # no text, no traceback
