@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypedDict
 from tests.fakes import FakeLLM, FakeTelegram, SentMessage
 from tests.fakes.process import membot_env
 
-from bench.report import format_number
+from bench.report import format_number, table
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
 from membot.roles.process import Process
@@ -141,6 +141,7 @@ def normalize_row(raw: dict[str, Any], default_benchmark: str) -> dict[str, Any]
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as `python -m bench` prints them (the page's tables are bench/report.py's)."""
     headers = ("benchmark", "case", "metric", "value", "unit", "target", "ok")
     cells = [
         (
@@ -154,17 +155,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         )
         for r in rows
     ]
-    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
-    right = {3}  # numbers right-aligned
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(widths[i]) if i in right else v.ljust(widths[i]) for i, v in enumerate(values)
-        ).rstrip()
-
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(c) for c in cells)
-    return "\n".join(out)
+    return table(headers, cells, padded=(3,))
 
 
 def format_notes(rows: Sequence[dict[str, Any]]) -> str:

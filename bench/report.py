@@ -131,10 +131,30 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def table(headers: Sequence[str], lines: Iterable[Sequence[Any]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out.extend("| " + " | ".join(_cell(c) for c in line) + " |" for line in lines)
-    return "\n".join(out)
+def table(
+    headers: Sequence[str], lines: Iterable[Sequence[Any]], *, padded: Sequence[int] = ()
+) -> str:
+    """A Markdown table: the page's, and the terminal's (`python -m bench`) with `padded`
+    columns, the numbers' (their indexes), right-aligned and every column padded to width."""
+    cells = [[_cell(c) for c in line] for line in lines]
+    if not padded:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out.extend("| " + " | ".join(line) + " |" for line in cells)
+        return "\n".join(out)
+    widths = [max([len(h), 3, *(len(line[i]) for line in cells)]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return (
+            "| "
+            + " | ".join(
+                v.rjust(widths[i]) if i in padded else v.ljust(widths[i])
+                for i, v in enumerate(values)
+            )
+            + " |"
+        )
+
+    rule = ["-" * (w - 1) + (":" if i in padded else "-") for i, w in enumerate(widths)]
+    return "\n".join([line(headers), line(rule), *(line(c) for c in cells)])
 
 
 def rows_table(rows: Sequence[dict[str, Any]]) -> str:
