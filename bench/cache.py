@@ -7,12 +7,13 @@ summary of about 700 characters every SUMMARY_EVERY messages), membot's defaults
 rendered as a provider reads it (tools, then the messages) and compared with the prompts
 before it: the longest prefix it shares with one of them is what a prefix cache serves.
 
-"Today" is the layout before #19, rebuilt here from the same transcript as a reference: the
-head (system prompt, tools, a summary of everything up to the last multiple of
-SUMMARY_EVERY) and the last WINDOW_SIZE messages, a window that slides by one exchange each
-turn. (Checked once against the code before #19, 7665f3f, driven the same way: its prompts
-gave the same figures to the character.) The steady state is answers 21-45 (after the first
-40 messages, once both layouts summarize). Costs are the prompt's only (the answers are the
+"Today" is the layout before the prefix-cache one (a window sliding by one exchange),
+rebuilt here from the same transcript as a reference: the head (system prompt, tools, a
+summary of everything up to the last multiple of SUMMARY_EVERY) and the last WINDOW_SIZE
+messages, a window that slides by one exchange each turn. (Checked once against the code of
+that layout, commit 7665f3f, driven the same way: its prompts gave the same figures to the
+character.) The steady state is answers 21-45 (after the first 40 messages, once both
+layouts summarize). Costs are the prompt's only (the answers are the
 same in both layouts), with 4 characters a token: Anthropic (Claude Sonnet 4.5: $3 per
 million input tokens, a cache read 10% of it, a cache write 125%; without breakpoints, as
 today, nothing is cached) and OpenAI (GPT-5: $1.25, cached $0.125; it caches prefixes by
@@ -171,7 +172,7 @@ def today(
     answers: list[str],
     summaries: list[str],
 ) -> list[str]:
-    """The same turns' prompts in the layout before #19."""
+    """The same turns' prompts in the sliding-window layout ("today")."""
     builder = PromptBuilder(system_prompt)
     history: list[dict[str, Any]] = []
     out = []

@@ -1,4 +1,4 @@
-"""What a voice message, a photo and a PDF add to a turn, against a text message (#18).
+"""What a voice message, a photo and a PDF add to a turn, against a text message.
 
 The real core (`build_core`: files backend with fsync, usage ledger, the model catalog and
 the transcriber) talks to the fake model, a real HTTP server on 127.0.0.1 that answers chat

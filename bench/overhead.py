@@ -56,7 +56,7 @@ BENCH = "overhead"
 TARGET_RATIO = 0.7
 REDIS = "membot (redis)"
 DURABLE = "durable floor"
-# The targets (#12): membot at least 0.7x the bare floor, 1.2x the durable one.
+# The targets: membot at least 0.7x the bare floor, 1.2x the durable one.
 TARGET_DURABLE = 1.2
 BOTS = ("floor", DURABLE, "membot", REDIS)
 
@@ -66,7 +66,7 @@ class Case:
     name: str
     concurrency: int
     latency: float  # the model's seconds per answer
-    judged: bool  # the target applies (zero-latency cases)
+    judged: bool  # the target applies (zero-latency cases)
 
     @property
     def chats(self) -> list[int]:

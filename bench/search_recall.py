@@ -1,4 +1,4 @@
-"""Recall on the hard recall set (tests/fakes/recall_corpus.py, #20), per kind of question.
+"""Recall on the hard recall set (tests/fakes/recall_corpus.py), per kind of question.
 
 Rows of the `search` section (bench/search.py calls rows()): for each kind and over all,
 recall@5 and @10 of the hits, and of what search_history shows the model: the excerpts of

@@ -6,9 +6,9 @@ answer), so a summary is started right after answers 10, 20, 30 and 40 (messages
 and 80). If summarizing were on the critical path, those answers - or the ones right after
 them (11, 21, 31, 41), which would wait for the chat - would take about 2 s instead of 1 s.
 
-The issue's wording ("the 20th and 40th answers") is reported literally; the answers at which
-summaries actually start and the ones after them are reported too. Each ratio is the answer's
-latency over the median answer's; the target is at most 1.1.
+The 20th and 40th answers, as the target names them, are reported as they are; the answers
+at which summaries actually start and the ones after them are reported too. Each ratio is
+the answer's latency over the median answer's; the target is at most 1.1.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _rows(latencies: list[float], llm_latency: float, summaries: int) -> list[Ro
         )
 
     for n in (20, 40):
-        ratio_row(n, "issue: answers 20, 40")
+        ratio_row(n, "answers 20, 40")
     # Answer n stores message 2n; the summary starts right after it is sent and runs while
     # answer n + 1 is being made.
     for n in range(SUMMARY_EVERY // 2, len(latencies) + 1, SUMMARY_EVERY // 2):

@@ -1,6 +1,6 @@
-"""End to end (#18): POST /api/chat with `attachments`, against the real HTTP API, the real
-core, real files (and real Redis), and the fake LLM as a real HTTP server; media made in the
-tests (tests/fakes/media_files.py)."""
+"""Files over the HTTP API, end to end: POST /api/chat with `attachments`, against the real
+HTTP API, the real core, real files (and real Redis), and the fake LLM as a real HTTP
+server; media made in the tests (tests/fakes/media_files.py)."""
 
 from __future__ import annotations
 

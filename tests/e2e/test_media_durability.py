@@ -1,4 +1,4 @@
-"""Files over Telegram across restarts (#18): a photo's follow-up after a restart still shows
+"""Files over Telegram across restarts: a photo's follow-up after a restart still shows
 the photo (files backend; Redis with a second process and an empty DATA_DIR), and a voice
 received but not answered when the bot was killed (kill -9) is answered once after it."""
 

@@ -1,4 +1,4 @@
-"""Files over Telegram, end to end (#18): groups (a voice only when it replies to the bot,
+"""Files over Telegram, end to end: groups (a voice only when it replies to the bot,
 a photo when its caption mentions the bot), albums (one turn, one answer), a text-only
 model, and the allowlist and budgets before any download."""
 

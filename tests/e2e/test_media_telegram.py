@@ -1,4 +1,4 @@
-"""Files over Telegram, end to end (#18): the real bot polling the fake Bot API (getFile and
+"""Files over Telegram, end to end: the real bot polling the fake Bot API (getFile and
 downloads of real files made in tests/fakes/media_files.py), the real core, the fake LLM's
 /models and /audio/transcriptions. Each kind in a private chat, every bad input answered in
 one line with nothing stored, and the next message answered as usual."""

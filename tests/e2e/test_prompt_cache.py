@@ -1,4 +1,4 @@
-"""The prompt on the wire (#19): `cache_control` breakpoints after the head and the window
+"""The prompt on the wire: `cache_control` breakpoints after the head and the window
 for Anthropic's and Google's models and none for the others; the fake model reports the
 repeated prefix as cached tokens, which the usage ledger keeps."""
 

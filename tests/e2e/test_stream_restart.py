@@ -1,4 +1,4 @@
-"""A restart mid-stream (#19), with real processes: `python -m membot run` is killed with
+"""A restart mid-stream, with real processes: `python -m membot run` is killed with
 kill -9 while the draft of an answer is on screen; nothing of that answer (nor its question)
 is on disk, and the restarted bot answers the update once, whole, and stores it once.
 

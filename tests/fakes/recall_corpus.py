@@ -1,4 +1,4 @@
-"""A hard recall set for archive search (#20): a long group chat over fourteen months, and
+"""A hard recall set for archive search: a long group chat over fourteen months, and
 questions whose answers are known turns, in five kinds (tests/fakes/recall_items.py):
 
 - neighbour:  the question's words are in the turn before the answer (`cue`), none in it;

@@ -1,7 +1,7 @@
 """The planted facts of the recall set (tests/fakes/recall_corpus.py places them in a long group
 chat).
 
-Written by hand so that each kind is hard the way real conversations are (issue #20):
+Written by hand so that each kind is hard the way real conversations are:
 - NEIGHBOUR: the question's words are in the turn before the answer, none in the answer;
 - MULTI: the answer needs two or three turns said on different days;
 - PERSON: said in the first person, asked about in the third;

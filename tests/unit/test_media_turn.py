@@ -1,4 +1,4 @@
-"""A turn that brings files (#18): the real core (build_core: files backend, ledger, catalog,
+"""A turn that brings files: the real core (build_core: files backend, ledger, catalog,
 transcriber) against the fake LLM as a real HTTP server, with real media made in the tests.
 What the model is shown, what the archive and the conversation files keep, what is charged,
 and that a failure stores nothing."""

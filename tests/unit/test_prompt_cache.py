@@ -1,4 +1,4 @@
-"""A prompt a provider's prefix cache can serve (#19): the head stays the same from one
+"""A prompt a provider's prefix cache can serve: the head stays the same from one
 summary to the next, the window starts at a summary boundary and only grows until the next
 summary, and Anthropic's and Google's models get `cache_control` breakpoints at the end of
 both, the others none."""

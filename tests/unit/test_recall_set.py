@@ -1,5 +1,6 @@
-"""The recall set of #20 (tests/fakes/recall_corpus.py): hard by construction, as the issue asks,
-and today's recall per kind held as floors, so that a change that loses recall fails here.
+"""The recall set (tests/fakes/recall_corpus.py): hard by construction, each kind of
+question hard the way real conversations are, and today's recall per kind held as floors, so
+that a change that loses recall fails here.
 
 The index is built and every question searched once per module (a few seconds)."""
 
@@ -25,14 +26,15 @@ RECALL_SET = generate()
 _NAMES = {name.lower() for name in PEOPLE}
 _FIRST_PERSON = {"i", "my", "me", "mine", "myself"}
 
-# Each a little under the measured figure, so that one more question missed fails; raise them
-# with each change that finds more (docs/testing.md says what each kind tests). Before #20
-# (neighbours only as a question's context, no periods): all 0.434 / 0.537 at 5 / 10 on the
-# first five kinds. With each message indexed with the turn before and after it and periods
-# applied in the query: 0.640 / 0.713 (docs/architecture.md, "Archive search", has the figures
-# of each change). The split kind (and its decoys, 176 turns more) came after: 1.0 / 1.0 with
-# the neighbour columns, 0.636 / 0.909 without them; the others moved with the new turns
-# (neighbour 0.583 -> 0.500 at 5, dated 0.773 -> 0.727 at 10).
+# Each a little under the measured figure, so that one more question missed fails; raise
+# them with each change that finds more (docs/testing.md says what each kind tests). With
+# each message indexed alone (neighbours only as a question's context, no periods): all
+# 0.434 / 0.537 at 5 / 10 on the first five kinds. With each message indexed with the turn
+# before and after it and periods applied in the query: 0.640 / 0.713 (docs/architecture.md,
+# "Archive search", has the figures of each change). The split kind (and its decoys, 176
+# turns more) came after: 1.0 / 1.0 with the neighbour columns, 0.636 / 0.909 without them;
+# the others moved with the new turns (neighbour 0.583 -> 0.500 at 5, dated 0.773 -> 0.727
+# at 10).
 FLOORS: dict[str, dict[str, float]] = {
     "neighbour": {"hits@5": 0.49, "hits@10": 0.61},
     "multi": {"hits@5": 0.62, "hits@10": 0.73},
