@@ -1,10 +1,10 @@
 """A long, deterministic bilingual conversation with planted facts, for archive search.
 
-Shared by tests/unit/test_search.py and bench/search.py. Each planted fact comes with the
-question a user (or the model, through `search_history`) would ask about it much later, in
-other word forms than the fact was written in: "сестра живёт в Казани" is looked up as
-"где живет сестру", "parked" as "parking". Recall@k is the share of facts whose message is
-among the first k hits for its question.
+Shared by tests/unit/search/test_history_search.py and bench/search.py. Each planted fact
+comes with the question a user (or the model, through `search_history`) would ask about it
+much later, in other word forms than the fact was written in: "сестра живёт в Казани" is
+looked up as "где живет сестру", "parked" as "parking". Recall@k is the share of facts whose
+message is among the first k hits for its question.
 """
 
 from __future__ import annotations

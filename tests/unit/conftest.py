@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 from redis.asyncio import Redis
-from tests.scripted import ScriptedModel
 
 from membot.memory import MemoryRepository
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
+from tests.scripted import ScriptedModel
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

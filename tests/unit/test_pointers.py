@@ -1,6 +1,6 @@
 """Every file the docs and the code's words point a reader at is there: a path such as
-`tests/unit/test_usage.py`, `core/prompt.py` or `docs/api.md` named in docs/*.md, README.md,
-a module of src/ (docstrings and comments), or a docstring of tests/ and bench/.
+`tests/unit/usage/test_ledger.py`, `core/prompt.py` or `docs/api.md` named in docs/*.md,
+README.md, a module of src/ (docstrings and comments), or a docstring of tests/ and bench/.
 
 A path with a folder is looked for from the repository's root, from src/ and src/membot, from
 tests/, and beside the file that names it; a bare name (`runner.py`) anywhere in the project."""

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
-from tests.unit.conftest import REDIS_URL
 
 from membot.bot.limits import US, LocalLimits, Rates, RedisLimits
 from membot.config import Settings
 from membot.redis.client import create_client
+from tests.unit.conftest import REDIS_URL
 
 CHAT = 7
 GROUP = -100123

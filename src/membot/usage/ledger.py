@@ -157,8 +157,8 @@ class Row:
 
 
 class UsageLedger(Protocol):
-    """Where charges are kept. One contract, tested over every backend (tests/unit/test_usage.py,
-    its `ledgers` fixture)."""
+    """Where charges are kept. One contract, tested over every backend
+    (tests/unit/usage/test_ledger.py, its `ledgers` fixture)."""
 
     async def record(self, charge: Charge) -> None:
         """Add one call's usage to its user's and conversation's day and month."""
