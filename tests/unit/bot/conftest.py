@@ -84,10 +84,13 @@ async def open_door(
     tg: FakeTelegram, model: ScriptedModel, repo: MemoryRepository, tmp_path: Path
 ) -> AsyncIterator[OpenDoor]:
     """`await open_door(**settings)`: the door with these settings (as `load_settings`
-    takes them: models="a,b", allowed_user_ids="1"), closed at teardown."""
+    takes them: models="a,b", allowed_user_ids="1"), closed at teardown; `passing` as
+    MembotApp takes it (the stream's workers give `transient`)."""
     opened: list[Door] = []
 
-    async def open_(**overrides: Any) -> Door:
+    async def open_(
+        passing: Callable[[BaseException], bool] | None = None, **overrides: Any
+    ) -> Door:
         values: dict[str, Any] = {
             "telegram_bot_token": TOKEN,
             "telegram_api_base": tg.base_url,
@@ -104,7 +107,12 @@ async def open_door(
         settings: Settings = load_settings(_env_file=None, **values)
         core = build_core(settings, model=model, repository=repo)
         await core.start()
-        door = Door(tg, MembotApp(settings, core), core, model)
+        app = (
+            MembotApp(settings, core)
+            if passing is None
+            else MembotApp(settings, core, passing=passing)
+        )
+        door = Door(tg, app, core, model)
         opened.append(door)
         return door
 

@@ -14,7 +14,7 @@ from membot.llm.errors import LLMError, LLMRateLimited, LLMTimeout, LLMUnavailab
 
 if TYPE_CHECKING:
     # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door
+    from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7301
 GROUP = -7300
@@ -90,3 +90,11 @@ async def test_service_messages_get_no_answer(door: Door) -> None:
 
 async def test_a_sticker_in_a_group_not_addressed_to_the_bot_is_ignored(door: Door) -> None:
     assert await door.sent(GROUP, door.tg.push_sticker(GROUP, user_id=501)) == []
+
+
+async def test_a_user_over_their_budget_is_told_when_it_resets(open_door: OpenDoor) -> None:
+    door = await open_door(user_daily_budget="0")
+    [refusal] = await door.say(CHAT, "one more question")
+    assert refusal.startswith(EN.OVER_DAILY.split("{wait}")[0])
+    assert door.model.requests == []
+    assert await door.say(CHAT, "/help") == [EN.HELP.format(rounds=3, max_rounds=10)]

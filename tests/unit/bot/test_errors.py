@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from membot.bot import texts
+from membot.errors import StorageUnavailable
+from membot.intake.contract import transient
 
 if TYPE_CHECKING:
     # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door
+    from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7601
 EN, RU = texts.EN, texts.get("ru")
@@ -36,3 +38,16 @@ async def test_a_failure_no_one_expected_is_apologised_for_in_the_chats_language
     [failed] = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert "RuntimeError" in failed.getMessage()
     assert "secret" not in caplog.text and failed.exc_info is None  # no text, no traceback
+
+
+async def test_a_failure_that_passes_is_raised_to_the_feeder_without_an_apology(
+    open_door: OpenDoor,
+) -> None:
+    # As the stream's workers feed updates: the update stays in the stream, to be answered
+    # once the server is back, so the chat hears nothing now.
+    door = await open_door(passing=transient)
+    door.model.script(StorageUnavailable("Redis did not answer"))
+    update = door.tg.push_text(CHAT, "hello")
+    with pytest.raises(StorageUnavailable):
+        await door.feed(update)
+    assert door.tg.messages_to(CHAT) == []
