@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, Unpack
 
 import pytest
-from tests.conftest import TOKEN
-from tests.fakes import FakeTelegram, MessageOptions, SentMessage
-from tests.scripted import ScriptedModel
 
 from membot.bot.app import MembotApp
 from membot.config import Settings, load_settings
 from membot.memory import MemoryRepository
 from membot.wiring import Core, build_core
+from tests.conftest import TOKEN
+from tests.fakes import FakeTelegram, MessageOptions, SentMessage
+from tests.scripted import ScriptedModel
 
 # Nothing listens there: a request that reached the provider (the model is scripted) fails.
 NO_PROVIDER = "http://127.0.0.1:9/v1"

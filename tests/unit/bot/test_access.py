@@ -4,14 +4,9 @@ of theirs is read, asked or stored."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from membot.bot import texts
 from membot.ids import ConversationId
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import OpenDoor
+from tests.unit.bot.conftest import OpenDoor
 
 FRIEND, OUTSIDER = 7501, 7502
 GROUP = -7500

@@ -4,17 +4,12 @@ when addressed to the bot, a model that fails heard as a short apology."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pytest
 
 from membot.bot import texts
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited, LLMTimeout, LLMUnavailable
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door, OpenDoor
+from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7301
 GROUP = -7300

@@ -4,16 +4,11 @@ fed to the dispatcher."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
-
-from tests.fakes import FakeTelegram
 
 from membot.bot import texts
 from membot.llm.model import LLMResponse, Usage
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door, OpenDoor
+from tests.fakes import FakeTelegram
+from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7101
 GROUP = -7100

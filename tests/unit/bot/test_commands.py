@@ -3,15 +3,10 @@ the dispatcher: each answers in the chat's language and asks the model nothing."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from membot.bot import texts
 from membot.core.language import SUPPORTED, own_name
 from membot.ids import ConversationId
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door, OpenDoor
+from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7001
 CID = ConversationId.telegram(CHAT)

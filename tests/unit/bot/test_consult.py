@@ -3,13 +3,8 @@ refusals, the rounds' labels, and a consultation ended by /cancel or /reset."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from membot.bot import texts
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door, OpenDoor
+from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7201
 REQUEST = "help me plan my week"

@@ -4,15 +4,9 @@ answered only when addressed to the bot."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from tests.fakes import BOT_USERNAME, utf16_len
-
 from membot.bot.handlers.edits import EDIT_NOTE
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door
+from tests.fakes import BOT_USERNAME, utf16_len
+from tests.unit.bot.conftest import Door
 
 CHAT = 7401
 GROUP = -7400

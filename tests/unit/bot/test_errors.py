@@ -5,17 +5,13 @@ goes no further than the log."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import pytest
 
 from membot.bot import texts
 from membot.errors import StorageUnavailable
 from membot.intake.contract import transient
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door, OpenDoor
+from tests.unit.bot.conftest import Door, OpenDoor
 
 CHAT = 7601
 EN, RU = texts.EN, texts.get("ru")

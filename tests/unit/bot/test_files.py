@@ -4,13 +4,8 @@ anything is downloaded or asked, and a group's files only when addressed to the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from membot.bot import texts
-
-if TYPE_CHECKING:
-    # pytest imports this folder's conftest itself (as bot.conftest): only its types here.
-    from tests.unit.bot.conftest import Door
+from tests.unit.bot.conftest import Door
 
 CHAT = 7701
 GROUP = -7700
