@@ -3,7 +3,8 @@
 README.md, a module of src/ (docstrings and comments), or a docstring of tests/ and bench/.
 
 A path with a folder is looked for from the repository's root, from src/ and src/membot, from
-tests/, and beside the file that names it; a bare name (`runner.py`) anywhere in the project."""
+tests/, and beside the file that names it; a bare name (`runner.py`) beside the module that
+names it, or, in the docs and the tests, anywhere in the project."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ def test_every_file_the_docs_and_docstrings_name_exists() -> None:
     missing = []
     for file, text in _texts():
         for ref in PATH.findall(text):
-            if "/" not in ref:
+            if "/" not in ref and file.is_relative_to(ROOT / "src"):
+                found = (file.parent / ref).is_file()  # a module names its siblings
+            elif "/" not in ref:
                 found = ref in names
             else:
                 bases = (ROOT, ROOT / "src", ROOT / "src" / "membot", ROOT / "tests", file.parent)
