@@ -155,8 +155,8 @@ def _prepare(data: bytes, target: int, limit: int) -> PreparedImage:
         with Image.open(io.BytesIO(data)) as opened:
             fmt = opened.format or ""
             width, height = opened.size
-            _reduce_on_load(opened, target)
-            if opened.width * opened.height > limit:
+            decoded = _reduce_on_load(opened, target, data)
+            if decoded[0] * decoded[1] > limit:
                 raise ImageTooLarge(width, height, limit)
             rotated = _exif_rotated(opened)
             opened.load()  # decodes it all: a truncated file fails here, not at the model
@@ -182,22 +182,51 @@ def _prepare(data: bytes, target: int, limit: int) -> PreparedImage:
     return PreparedImage(out.getvalue(), mime, image.width, image.height)
 
 
-def _reduce_on_load(image: Any, target: int) -> None:
+def _reduce_on_load(image: Any, target: int, data: bytes) -> tuple[int, int]:
     """Make ``image`` decode at a smaller scale where its format allows, still at least
     the size it will be scaled to: JPEG by DCT scaling (1/2, 1/4, 1/8; `draft`), JPEG 2000
-    by resolution levels (`reduce`). Other formats decode whole."""
+    by resolution levels (`reduce`, at most as many as its codestream has: one more fails
+    the decode). Other formats decode whole. The size it will decode at."""
     width, height = image.size
     if width * height <= target:
-        return
+        return width, height
     scale = (target / (width * height)) ** 0.5
     wanted = (max(1, int(width * scale)), max(1, int(height * scale)))
     if image.format == "JPEG":
         image.draft(image.mode, wanted)
     elif image.format == "JPEG2000":
-        factor = 0
-        while (width >> (factor + 1)) >= wanted[0] and (height >> (factor + 1)) >= wanted[1]:
+        factor, most = 0, _j2k_levels(data)
+        while (
+            factor < most
+            and (width >> (factor + 1)) >= wanted[0]
+            and (height >> (factor + 1)) >= wanted[1]
+        ):
             factor += 1
-        image.reduce = factor
+        if factor:
+            image.reduce = factor
+            # Pillow sets the size only as it loads; computed here as it does it.
+            power = 1 << factor
+            return (width + power // 2) // power, (height + power // 2) // power
+    return int(image.width), int(image.height)
+
+
+def _j2k_levels(data: bytes) -> int:
+    """How many times a JPEG 2000 codestream can be halved on load: the decomposition
+    levels of its main header's COD segment (the least of it and any COC's); 0 when not
+    found. Segments: marker (2 bytes), length (2, counting itself), then the parameters."""
+    pos = data.find(b"\xff\x4f\xff\x51")  # SOC, then SIZ: the codestream's start
+    if pos < 0:
+        return 0
+    pos += 2
+    levels: list[int] = []
+    while pos + 4 <= len(data) and data[pos] == 0xFF and data[pos + 1] != 0x90:  # to SOT
+        marker, length = data[pos + 1], int.from_bytes(data[pos + 2 : pos + 4], "big")
+        if marker == 0x52 and pos + 9 < len(data):  # COD: Scod, order, layers(2), MCT, levels
+            levels.append(data[pos + 9])
+        elif marker == 0x53 and pos + 6 < len(data):  # COC: component (1 byte), Scoc, levels
+            levels.append(data[pos + 6])
+        pos += 2 + length
+    return min(levels, default=0)
 
 
 def _scaled(image: Any, target: int) -> Any:

@@ -110,6 +110,29 @@ async def test_a_jpeg_over_the_pixel_bound_is_decoded_at_a_reduced_scale() -> No
         await ImageDecoder(max_pixels=1_000_000).prepare(media_files.jpeg(6000, 5000))
 
 
+def _jpeg2000(side: int, levels: int) -> bytes:
+    """A JPEG 2000 of `side` x `side` pixels whose codestream can be halved `levels` times."""
+    out = io.BytesIO()
+    Image.new("RGB", (side, side), (120, 30, 200)).save(
+        out, format="JPEG2000", irreversible=True, num_resolutions=levels + 1
+    )
+    return out.getvalue()
+
+
+async def test_a_jpeg_2000_is_read_at_the_scale_its_levels_allow() -> None:
+    # Halved on load as far as its codestream allows: 3,000 px over a bound of 4 Mpx is
+    # read at 1,500 px, not refused.
+    decoder = ImageDecoder(max_pixels=4_000_000, target_pixels=400 * 400)
+    image = await decoder.prepare(_jpeg2000(3000, levels=5))
+    assert image.width * image.height <= 400 * 400 and image.width == image.height
+    # One with no levels to halve is read whole (not "damaged"), and refused when that
+    # is over the bound.
+    image = await decoder.prepare(_jpeg2000(1800, levels=0))
+    assert image.width * image.height <= 400 * 400
+    with pytest.raises(ImageTooLarge):
+        await decoder.prepare(_jpeg2000(3000, levels=0))
+
+
 def _decoding_threads() -> int:
     """Threads whose stack is in the decode of membot/media/images.py right now."""
     count = 0
