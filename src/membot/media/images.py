@@ -92,7 +92,8 @@ class ImageDecoder:
     read from its header first, a JPEG (or JPEG 2000) larger than needed is decoded at a
     reduced scale, and an image of more than ``max_pixels`` after that is refused
     (ImageTooLarge) before any pixel is decoded. At most ``decodes`` run at once, each in a
-    worker thread; more wait for a slot.
+    worker thread; more wait for a slot (a cancelled caller's decode holds its slot until its
+    thread ends).
 
     A decoded pixel takes at most 4 bytes in Pillow (RGB is stored as RGBX), so one decode
     holds at most ``4 * max_pixels`` bytes for the image itself, and the decoder at most
@@ -121,7 +122,18 @@ class ImageDecoder:
             raise FileTooBig(len(data), max_bytes)
         async with self._slots:
             started = time.perf_counter()
-            image = await asyncio.to_thread(_prepare, data, self.target_pixels, self.max_pixels)
+            work = asyncio.ensure_future(
+                asyncio.to_thread(_prepare, data, self.target_pixels, self.max_pixels)
+            )
+            try:
+                image = await asyncio.shield(work)
+            except asyncio.CancelledError:
+                # The thread cannot be stopped (an API client hung up): its slot is held
+                # until it ends, or cancelled requests would stack decodes past the bound.
+                await asyncio.wait({work})
+                if not work.cancelled():
+                    work.exception()  # nobody wants its image or its error now
+                raise
         log.info(
             "image prepared: in=%d bytes out=%d bytes %dx%d %s took=%.3fs",
             len(data),

@@ -152,3 +152,24 @@ async def test_at_most_media_image_decodes_images_are_decoded_at_once() -> None:
         await asyncio.sleep(0.002)  # a sampling interval, not a synchronisation
     assert [(await d).width for d in decodes] == [1600] * 5
     assert max(seen) == 2
+
+
+async def test_a_cancelled_decode_keeps_its_slot_until_its_thread_ends() -> None:
+    # An API client that disconnects cancels its request, but not the decode's thread:
+    # the decode still counts against MEDIA_IMAGE_DECODES until it ends, so clients that
+    # send an image and hang up cannot stack decodes past the bound.
+    decoder = ImageDecoder(decodes=1)
+    png = media_files.png_uniform(4000)
+    first = asyncio.create_task(decoder.prepare(png))
+    deadline = asyncio.get_running_loop().time() + 10
+    while _decoding_threads() == 0:
+        assert asyncio.get_running_loop().time() < deadline, "the decode never started"
+        await asyncio.sleep(0.002)  # polling a condition, with a deadline
+    first.cancel()
+    second = asyncio.create_task(decoder.prepare(png))
+    seen: set[int] = set()
+    while not second.done():
+        seen.add(_decoding_threads())
+        await asyncio.sleep(0.002)  # a sampling interval, not a synchronisation
+    assert (await second).width == 1600 and first.cancelled()
+    assert max(seen) == 1
