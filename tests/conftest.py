@@ -15,6 +15,7 @@ from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
 from membot.roles.process import Process
 from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes.process import membot_env
 
 TOKEN = "4242:TEST-TOKEN"
 API_KEY = "sk-test-key"
@@ -39,6 +40,23 @@ async def llm() -> AsyncIterator[FakeLLM]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
+
+
+def bot_env(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **settings: str) -> dict[str, str]:
+    """The environment of a real `membot` process against these fakes (`test/model`, WARNING
+    logs, `data_dir`); `settings` add to it or override it (lower-case names)."""
+    return membot_env(
+        **{
+            "telegram_bot_token": TOKEN,
+            "telegram_api_base": tg.base_url,
+            "openrouter_api_key": API_KEY,
+            "openrouter_base_url": llm.base_url,
+            "openrouter_model": "test/model",
+            "data_dir": str(data_dir),
+            "log_level": "WARNING",
+            **settings,
+        }
+    )
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from typing import IO
 from redis.asyncio import Redis
 
 from membot.bot.render import render
-from tests.conftest import API_KEY, TOKEN
+from tests.conftest import bot_env
 from tests.e2e.helpers import roles_and_texts
 from tests.fakes import FakeLLM, FakeTelegram, Reply
-from tests.fakes.process import membot_env, spawn_membot
+from tests.fakes.process import spawn_membot
 
 CHAT = 2401
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -32,16 +32,7 @@ PROMPTLY = 20.0
 
 
 def env_for(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **extra: str) -> dict[str, str]:
-    return membot_env(
-        telegram_bot_token=TOKEN,
-        telegram_api_base=tg.base_url,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model="test/model",
-        data_dir=str(data_dir),
-        log_level="INFO",
-        **extra,
-    )
+    return bot_env(tg, llm, data_dir, log_level="INFO", **extra)
 
 
 class Runs:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
-from tests.conftest import API_KEY, TOKEN, StartBot
+from tests.conftest import API_KEY, TOKEN, StartBot, bot_env
 from tests.e2e.conftest import REDIS_URL
 from tests.e2e.helpers import stored
 from tests.e2e.test_conversation import say
@@ -89,15 +89,7 @@ async def test_a_voice_received_but_not_answered_before_a_kill_9_is_answered_onc
 ) -> None:
     llm.script_transcription("are you still there?", "are you still there?")
     llm.gate = asyncio.Event()  # the model's answer never comes before the kill
-    env = membot_env(
-        telegram_bot_token=TOKEN,
-        telegram_api_base=tg.base_url,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model="test/model",
-        data_dir=str(data_dir),
-        log_level="WARNING",
-    )
+    env = bot_env(tg, llm, data_dir)
     stderr_path = tmp_path / "membot.stderr"
     with open(stderr_path, "wb") as stderr:
         process = await spawn_membot(tmp_path, env, "run", stdout=stderr, stderr=stderr)

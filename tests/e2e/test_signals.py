@@ -22,7 +22,7 @@ import pytest
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
 from tests.api_support import API_TOKEN, ApiClient, free_port
-from tests.conftest import API_KEY, TOKEN
+from tests.conftest import API_KEY, TOKEN, bot_env
 from tests.e2e.helpers import HELP_TEXT, roles_and_texts
 from tests.e2e.test_drafts import ANSWER, WRITING
 from tests.fakes import FakeLLM, FakeTelegram, Pacing, Reply
@@ -38,19 +38,6 @@ STEADY = Pacing(chars=8, first_delay=0.2, delay=0.025)
 ENDLESS = Pacing(chars=8, first_delay=0.2, delay=0.75)
 # Longer apart than duplicates of one Ctrl-C (signals.DUPLICATES): the operator pressed again.
 SECOND_PRESS = 1.5
-
-
-def bot_env(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **more: str) -> dict[str, str]:
-    return membot_env(
-        telegram_bot_token=TOKEN,
-        telegram_api_base=tg.base_url,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model="test/model",
-        data_dir=str(data_dir),
-        log_level="INFO",
-        **more,
-    )
 
 
 async def spawn(
@@ -117,7 +104,7 @@ def answered_once(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, *, asked: int)
 async def test_ctrl_c_on_make_run_finishes_the_answer_in_flight(
     tg: FakeTelegram, llm: FakeLLM, data_dir: Path, tmp_path: Path
 ) -> None:
-    env = bot_env(tg, llm, data_dir)
+    env = bot_env(tg, llm, data_dir, log_level="INFO")
     log = tmp_path / "make-run.log"
     llm.script(Reply(content=ANSWER, pacing=STEADY))
     make = await spawn(ROOT, env, log, "make", "--no-print-directory", "run")
@@ -144,7 +131,7 @@ async def test_ctrl_c_on_make_run_finishes_the_answer_in_flight(
 async def test_a_second_ctrl_c_leaves_the_answer_in_flight_to_the_restart(
     tg: FakeTelegram, llm: FakeLLM, data_dir: Path, tmp_path: Path
 ) -> None:
-    env = bot_env(tg, llm, data_dir)
+    env = bot_env(tg, llm, data_dir, log_level="INFO")
     log = tmp_path / "membot.log"
     llm.script(Reply(content=ANSWER, pacing=ENDLESS), Reply(content=ANSWER, pacing=WRITING))
     bot = await spawn(tmp_path, env, log, sys.executable, "-m", "membot", "run")
@@ -180,6 +167,7 @@ async def test_a_second_ctrl_c_leaves_the_update_on_the_stream(
         tg,
         llm,
         data_dir,
+        log_level="INFO",
         queue="redis",
         storage="redis",
         redis_url=REDIS_URL,

@@ -11,11 +11,11 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from tests.conftest import API_KEY, TOKEN
+from tests.conftest import bot_env
 from tests.e2e.helpers import HELP_TEXT, roles_and_texts
 from tests.e2e.test_drafts import ANSWER, WRITING
 from tests.fakes import FakeLLM, FakeTelegram, Pacing, Reply
-from tests.fakes.process import membot_env, spawn_membot
+from tests.fakes.process import spawn_membot
 
 CHAT = 1901
 QUESTION = "plan my week"
@@ -27,15 +27,7 @@ SLOW = Pacing(chars=8, first_delay=0.2, delay=0.15)
 async def test_a_kill_mid_stream_stores_nothing_and_the_restart_answers_once(
     tg: FakeTelegram, llm: FakeLLM, data_dir: Path, tmp_path: Path
 ) -> None:
-    env = membot_env(
-        telegram_bot_token=TOKEN,
-        telegram_api_base=tg.base_url,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model="test/model",
-        data_dir=str(data_dir),
-        log_level="WARNING",
-    )
+    env = bot_env(tg, llm, data_dir)
     llm.script(Reply(content=ANSWER, pacing=SLOW), Reply(content=ANSWER, pacing=WRITING))
     stderr_path = tmp_path / "membot.stderr"
     with open(stderr_path, "wb") as stderr:
