@@ -7,6 +7,8 @@
     ├── InvalidFileKey              a conversation file's key not made by membot (ValueError)
     ├── CorruptRecord               a stored line that cannot be read back (ValueError)
     ├── BadPeriod                   a search's since/until that is not a date (ValueError)
+    ├── BadSchedule                 a task's time, zone or repeat rule refused (ValueError)
+    ├── InvalidTaskId               a task id not made by membot (ValueError)
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
     │   │                           another (an API session's: 409)

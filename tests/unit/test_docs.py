@@ -51,6 +51,7 @@ GROUP_HEADINGS = {
     "tools": "Tools",
     "conversation": "Conversation",
     "media": "Media",
+    "tasks": "Tasks",
     "logging": "Logging",
 }
 
@@ -58,7 +59,10 @@ GROUP_HEADINGS = {
 def _groups() -> dict[str, set[str]]:
     """Each group property of Settings and the variables it is made of, read from the
     properties' code (`self.<field>`, through derived properties such as default_model)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(Settings)))
+    # Settings and the class of its fields (config/fields.py), whose derived values the
+    # groups read too.
+    source = "\n".join(textwrap.dedent(inspect.getsource(cls)) for cls in Settings.__mro__[:2])
+    tree = ast.parse(source)
     properties = {
         node.name: node
         for node in ast.walk(tree)

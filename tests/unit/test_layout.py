@@ -66,13 +66,15 @@ def test_no_bench_module_imports_in_a_circle() -> None:
 
 def _flat_settings() -> tuple[set[str], set[str]]:
     """Settings' flat names (its fields and derived values) and its groups' names."""
+    # Settings and the class of its fields (config/fields.py), with the derived values.
+    members = {name: m for cls in Settings.__mro__[:2] for name, m in vars(cls).items()}
     groups = {
         name
-        for name, member in vars(Settings).items()
+        for name, member in members.items()
         if isinstance(member, property)
         and str(get_type_hints(member.fget).get("return", "")).endswith("Settings'>")
     }
-    derived = {name for name, m in vars(Settings).items() if isinstance(m, property)} - groups
+    derived = {name for name, m in members.items() if isinstance(m, property)} - groups
     return set(Settings.model_fields) | derived, groups
 
 

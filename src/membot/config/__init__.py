@@ -11,6 +11,7 @@ from membot.config.groups import (
     QueueSettings,
     RedisSettings,
     StorageSettings,
+    TaskSettings,
     TelegramSettings,
     ToolSettings,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "Settings",
     "Storage",
     "StorageSettings",
+    "TaskSettings",
     "TelegramSettings",
     "ToolSettings",
     "env_names",

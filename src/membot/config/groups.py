@@ -134,5 +134,17 @@ class MediaSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskSettings:
+    """Reminders and scheduled tasks (membot.schedule): whether the model may set them, the
+    chats' default time zone, and their limits."""
+
+    enabled: bool
+    timezone: str  # an IANA name, checked
+    min_interval: int  # seconds between two runs of a repeating task, at least
+    max_per_chat: int
+    grace: float  # seconds late a task may still run
+
+
+@dataclass(frozen=True, slots=True)
 class LoggingSettings:
     level: str

@@ -50,6 +50,18 @@ def _bot_token(value: SecretStr | None) -> SecretStr | None:
     return value
 
 
+def _time_zone(value: str) -> str:
+    # An IANA name the zone database knows ("Europe/Berlin", "UTC"), as /timezone checks it.
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = value.strip()
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("must be an IANA time zone name such as Europe/Berlin or UTC") from None
+    return name
+
+
 def _webhook_url(value: str | None) -> str | None:
     if value is None or not value.strip():
         return None
@@ -128,6 +140,7 @@ RedisUrl = Annotated[SecretStr, AfterValidator(_redis_url)]
 QueueKind = Annotated[Literal["local", "redis"], BeforeValidator(_lowercase)]
 TelegramMode = Annotated[Literal["polling", "webhook"], BeforeValidator(_lowercase)]
 ToolModeKind = Annotated[Literal["native", "hermes"], BeforeValidator(_lowercase)]
+TimeZoneName = Annotated[str, AfterValidator(_time_zone)]
 LogLevel = Annotated[
     Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], BeforeValidator(_uppercase)
 ]

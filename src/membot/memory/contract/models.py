@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
+from membot.clock import iso as iso
+from membot.clock import parse_iso as parse_iso
 from membot.clock import utc_now
 from membot.errors import MembotError
 from membot.ids import ConversationId
@@ -28,17 +30,6 @@ def json_line(data: Any) -> str:
     """`data` as one line of JSON Lines: UTF-8 kept readable, every line break escaped."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.translate(_LINE_BREAKS)
-
-
-def iso(ts: datetime) -> str:
-    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_iso(value: str) -> datetime:
-    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    # A time without a zone (a hand-edited or imported line) is UTC, as membot writes them;
-    # left naive, comparing it with an aware one would fail every read of the chat.
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 class CorruptRecord(MembotError, ValueError):
