@@ -31,6 +31,11 @@ class Incoming:
     message_id: int | None = None
     group: bool = False
     uploads: tuple[Upload, ...] = ()
+    # The forum topic it was written in (a task set there fires there).
+    thread: int | None = None
+    # A task's turn: the firing it carries out (schedule/models.py `Firing.key`), stored with
+    # its question so a firing run once is known to have run.
+    task: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock, utc_now
@@ -17,12 +17,19 @@ from membot.llm.model import ChatModel
 from membot.memory.contract.repository import ChatRepository, CheckedAtStart
 from membot.private import exposed
 from membot.redis.health import ALWAYS_UP, Health
+from membot.schedule.inmemory import InMemoryTaskStore
+from membot.schedule.store import TaskStore
 from membot.tasks import TaskSupervisor
 from membot.usage import MeteredModel, Quota, UsageLedger
 from membot.usage.build import build_usage
 from membot.wiring.media import MediaParts, build_media
 from membot.wiring.model import build_agent, build_model
-from membot.wiring.storage import build_redis, build_repository, build_turn_locks
+from membot.wiring.storage import (
+    build_redis,
+    build_repository,
+    build_task_store,
+    build_turn_locks,
+)
 
 if TYPE_CHECKING:
     from membot.redis.client import Redis
@@ -48,6 +55,8 @@ class Core:
     health: Health = ALWAYS_UP
     # What the turn reads uploads with: the model catalog, the provider's client, PDF children.
     media: MediaParts | None = None
+    # The chats' reminders and scheduled tasks (membot.schedule), beside their memory.
+    task_store: TaskStore = field(default_factory=InMemoryTaskStore)
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -76,6 +85,7 @@ class Core:
         await self.ledger.close()
         await self.health.close()  # no probe, no spool written from now on
         await self.repository.close()
+        await self.task_store.close()
         if self.redis is not None:
             await self.redis.aclose()  # last: everything above may use it until closed
 
@@ -93,6 +103,7 @@ def build_core(
         build_redis(settings) if settings.storage.backend == "redis" else (None, ALWAYS_UP)
     )
     repository = repository or build_repository(settings, redis, health)
+    task_store = build_task_store(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.storage.data_dir, shared, clock, health)
     media = build_media(settings.llm, settings.media, ledger, clock)
@@ -111,5 +122,16 @@ def build_core(
         quota=quota,
     )
     return Core(
-        settings, model, repository, tasks, agent, service, ledger, quota, redis, health, media
+        settings,
+        model,
+        repository,
+        tasks,
+        agent,
+        service,
+        ledger,
+        quota,
+        redis,
+        health,
+        media,
+        task_store,
     )

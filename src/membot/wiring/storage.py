@@ -11,6 +11,7 @@ from membot.core.turnlock import TurnLocks
 from membot.memory.contract.repository import ChatRepository
 from membot.memory.files import FileRepository
 from membot.redis.health import ALWAYS_UP, Health
+from membot.schedule.store import TaskStore
 
 if TYPE_CHECKING:
     from membot.redis.client import Redis
@@ -76,6 +77,13 @@ def build_repository(
     if not isinstance(health, RedisHealth):
         return repository  # no breaker: nothing is answered without Redis
     return ResilientRepository(repository, health, storage.data_dir / SPOOL_NAME)
+
+
+def build_task_store(settings: Settings, redis: Redis | None, health: Health) -> TaskStore:
+    """Where the chats' tasks are kept: beside their memory (STORAGE)."""
+    from membot.schedule.inmemory import InMemoryTaskStore
+
+    return InMemoryTaskStore()
 
 
 def build_turn_locks(settings: Settings, redis: Redis | None, health: Health) -> TurnLocks | None:

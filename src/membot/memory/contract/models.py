@@ -15,7 +15,7 @@ from membot.errors import MembotError
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import Attachment
 from membot.memory.contract.delivery import Delivery
-from membot.memory.contract.state import ConversationState, opt_int
+from membot.memory.contract.state import ConversationState, opt_int, opt_str
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"user", "assistant", "tool"})
@@ -66,11 +66,14 @@ class Message:
     # How a Telegram answer is sent (memory/contract/delivery.py): on the turn's answer, so one that
     # was stored but not sent when the process died is sent by the next one.
     delivery: Delivery | None = None
+    # The question of a task's turn: the firing it carried out ("<task id>@<due>",
+    # schedule/models.py), so a firing that was answered is never answered again.
+    task: str | None = None
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
         data["content"] = self.content
-        for key in ("user_id", "name", "tg_message_id", "tool_call_id"):
+        for key in ("user_id", "name", "tg_message_id", "tool_call_id", "task"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -107,6 +110,7 @@ class Message:
                 attachments=tuple(Attachment.from_dict(a) for a in data.get("attachments") or ()),
                 stopped=data.get("stopped") is True,
                 delivery=Delivery.from_dict(data["delivery"]) if "delivery" in data else None,
+                task=opt_str(data.get("task")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
