@@ -7,6 +7,7 @@ and says which updates are worth keeping in the journal (`worth_keeping`).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from pydantic import ValidationError
 
 from membot.bot import texts
 from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
+from membot.bot.due import TaskDoor
 from membot.bot.filters import AddressedToBot
 from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
@@ -36,7 +38,9 @@ from membot.bot.limits import build_limits
 from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
 from membot.config import QueueSettings, Settings
+from membot.core.timed import TaskTurns
 from membot.intake.contract import CONTROLS
+from membot.schedule.models import TASK_UPDATE, firing_of
 from membot.wiring import Core
 
 if TYPE_CHECKING:
@@ -117,6 +121,17 @@ class MembotApp:
         self.dispatcher.errors.middleware(chat)
         self.dispatcher.include_routers(*build_routers())
         self._addressed = AddressedToBot()
+        # Due tasks come as updates of their own (intake/due.py), answered here, not by a router.
+        self.tasks = TaskDoor(
+            self.bot,
+            core.service,
+            TaskTurns(
+                core.task_store,
+                core.repository,
+                settings.tasks,
+                allowed=limits.allowed_user_ids,
+            ),
+        )
 
     def allowed_updates(self) -> list[str]:
         # Telegram's Stop on a draft comes too: handled before the dispatcher, by the runner
@@ -135,9 +150,13 @@ class MembotApp:
 
     async def feed(self, data: str, *parts: str) -> None:
         """Answer one update (Telegram's JSON), or an album: its first part, with every
-        part's message as `album` for the handler (one turn, one answer). The caller holds
+        part's message as `album` for the handler (one turn, one answer). A due task's
+        update (intake/due.py) is its task's turn (bot/due.py). The caller holds
         the chat's turn: errors are handled inside it (the apology goes out before the
         chat's next update)."""
+        if TASK_UPDATE in data and (firing := firing_of(json.loads(data))) is not None:
+            await self.tasks.answer(firing)
+            return
         update = Update.model_validate_json(data, context={"bot": self.bot})
         if not parts:
             await self.dispatcher.feed_update(self.bot, update)

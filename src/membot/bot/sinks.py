@@ -5,6 +5,7 @@ core's (core/turn.py ReplySink)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from aiogram import Bot
 from aiogram.types import Message
@@ -22,45 +23,59 @@ from membot.memory.contract.repository import ChatRepository
 HEARD_CHARS = 300
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a turn's answer goes: the chat, the message it replies to in a group (None in a
+    private chat, and for a due task, which answers no message), the forum topic."""
+
+    chat_id: int
+    reply_to: int | None = None
+    thread: int | None = None
+
+    @classmethod
+    def of(cls, message: Message) -> Target:
+        group = message.chat.type != "private"
+        return cls(message.chat.id, message.message_id if group else None, topic_of(message))
+
+
 class TelegramSink:
-    """The agent's ReplySink for one Telegram message: Markdown in, rendered parts out. The
+    """The agent's ReplySink for one Telegram turn: Markdown in, rendered parts out. The
     answer of a consultation round carries where the dialog stands ("Round 2 of 3"). The
     answer is stored with how it is sent (`delivery`) and sent by the outbox, which marks it
-    delivered (bot/outbox.py): one the process did not live to send is sent by the next."""
+    delivered (bot/outbox.py): one the process did not live to send is sent by the next.
+    `to`: a message (the answer replies to it in a group), or a Target."""
 
-    def __init__(self, bot: Bot, message: Message, repository: ChatRepository) -> None:
+    def __init__(self, bot: Bot, to: Message | Target, repository: ChatRepository) -> None:
         self.bot = bot
-        self.message = message
+        self.target = to if isinstance(to, Target) else Target.of(to)
         self.outbox = Outbox(bot, repository)
 
     async def progress(self, text: str) -> None:
         await self._send(text)
 
     def delivery(self, result: TurnResult) -> Delivery:
-        group = self.message.chat.type != "private"
         return Delivery(
-            reply_to=self.message.message_id if group else None,
-            thread=topic_of(self.message),
+            reply_to=self.target.reply_to,
+            thread=self.target.thread,
             # What the bot heard in a voice message comes first: the user sees it was heard.
             quote=shorten(result.heard, HEARD_CHARS) if result.heard else "",
             suffix=stopped_label(result) + round_label(result),
         )
 
     async def answer(self, result: TurnResult) -> None:
-        cid = ConversationId.telegram(self.message.chat.id)
+        cid = ConversationId.telegram(self.target.chat_id)
         delivery = self.delivery(result)  # as stored with it
         await self.outbox.deliver(
             cid, result.reply, delivery, first_seq=result.first_seq, seq=result.seq
         )
 
     async def _send(self, text: str, quote: str = "") -> None:
-        group = self.message.chat.type != "private"
         await send_markdown(
             self.bot,
-            self.message.chat.id,
+            self.target.chat_id,
             text,
-            reply_to=self.message.message_id if group else None,
-            thread_id=topic_of(self.message),
+            reply_to=self.target.reply_to,
+            thread_id=self.target.thread,
             quote=quote,
         )
 

@@ -144,6 +144,7 @@ class Agent:
             name=incoming.name,
             tg_message_id=incoming.message_id,
             attachments=seen.attachments,
+            task=incoming.task,
         )
         images: Mapping[int, tuple[dict[str, Any], ...]] = {}
         if self.media is not None and any(m.attachments for m in history):

@@ -9,8 +9,9 @@ a worker thread) by `put`, before the source asks for more and before the runner
 At start-up, the journal is read back: a message (text, a voice, an audio file, a video
 note, a photo, a document; an album's parts as one, answered when any of them is) whose
 question is not in its chat's archive was never answered, and is handled again, before
-anything new. Commands are not replayed (a second `/reset` could wipe what came after the
-first); Telegram's redelivery of an update already journaled is dropped at `put`. Only
+anything new. A due task (an update from the clock, intake/due.py) is journaled and
+replayed like a message. Commands are not replayed (a second `/reset` could wipe what came
+after the first); Telegram's redelivery of an update already journaled is dropped at `put`. Only
 updates that would be answered again are journaled (`keep`), and the journal is emptied
 whenever nothing in it is being handled: a message stays there about as long as it is in
 flight.
@@ -27,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from membot.intake import journal_files as files
-from membot.intake.albums import Album, RecentAlbums, album_key
+from membot.intake.albums import RecentAlbums, album_key
 from membot.intake.contract import Entry, IntakeUnavailable, entry_of, has_media, text_of
 from membot.intake.controls import LocalControls
-from membot.intake.repeats import answered
+from membot.intake.repeats import unanswered_of
 from membot.memory.contract.repository import ChatRepository
+from membot.schedule.models import firing_of
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +119,9 @@ class Journal:
         for update in fresh:
             text = text_of(update)
             message = update.get("message")
-            if text is not None and self.is_command(text):
+            if firing_of(update) is not None:  # a due task: kept like a message until done
+                lines[int(update["update_id"])] = json.dumps(update).encode()
+            elif text is not None and self.is_command(text):
                 self._commands_in_flight.add(int(update["update_id"]))
             elif (
                 isinstance(message, dict)
@@ -232,27 +236,12 @@ class Journal:
         chat's archive. They count as pending until handled again."""
         records, done, self._size = await asyncio.to_thread(files.read, self.path)
         self.journaled_before = frozenset(int(r["update_id"]) for r in records)
-        replay: list[dict[str, Any]] = []
-        answered_albums: set[Album] = set()
-        skipped = 0
-        for record in records:
-            if int(record["update_id"]) in done:
-                continue
-            message = record.get("message")
-            if not isinstance(message, dict) or not self.answerable(message):
-                skipped += 1
-                continue
-            if self._readable is not None and not self._readable(record):
-                log.warning("journal: skipping update %s: it no longer reads", record["update_id"])
-                skipped += 1
-                continue
-            if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
-                if (album := album_key(message)) is not None:
-                    answered_albums.add(album)
-                continue
-            replay.append(record)
-        # An album is one question: kept (with its first part's id) when any part was.
-        replay = [r for r in replay if album_key(r["message"]) not in answered_albums]
+        replay, skipped = await unanswered_of(
+            [r for r in records if int(r["update_id"]) not in done],
+            repository,
+            answerable=self.answerable,
+            readable=self._readable,
+        )
         self._pending = {int(r["update_id"]): json.dumps(r).encode() for r in replay}
         if replay or skipped:
             log.warning(

@@ -55,10 +55,21 @@ class Lanes:
         self._ids.add(entry.ref)
         key = entry.chat or f"#{entry.update_id}"
         lane = self._lanes.setdefault(key, deque())
-        # In update_id order among those not started (a webhook may deliver out of order).
+        # In update_id order among Telegram's not started (a webhook may deliver out of order),
+        # after whatever came before from elsewhere: a due task (a negative id, from the clock,
+        # schedule/models.py) keeps its place in arrival order.
         start = 1 if key in self.tasks else 0
-        ids = [e.update_id for e in list(lane)[start:]]
-        lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
+        waiting = list(lane)[start:]
+        for i in range(len(waiting) - 1, -1, -1):
+            if waiting[i].update_id < 0:
+                start += i + 1
+                waiting = waiting[i + 1 :]
+                break
+        if entry.update_id < 0:
+            lane.append(entry)
+        else:
+            ids = [e.update_id for e in waiting]
+            lane.insert(start + bisect.bisect(ids, entry.update_id), entry)
         self._arrived.setdefault(key, asyncio.Event()).set()
         if key not in self.tasks:
             task = asyncio.create_task(self._drain(key), name=f"lane-{key}")

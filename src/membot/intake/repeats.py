@@ -6,10 +6,17 @@ repeat (taken over from another worker, or tried again after a failure)."""
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from membot.ids import ConversationId
+from membot.intake.albums import Album, album_key
 from membot.intake.contract import Entry, has_media
 from membot.memory.contract.repository import ChatRepository
+from membot.schedule.models import firing_of
+
+log = logging.getLogger(__name__)
 
 # How far back a chat's archive is read at first to find a question whose done mark was lost.
 DEDUP_WINDOW = 100
@@ -38,3 +45,41 @@ def question_of(entry: Entry) -> tuple[int, int] | None:
     if not isinstance(message, dict) or not (message.get("text") or has_media(message)):
         return None
     return int(message["chat"]["id"]), int(message["message_id"])
+
+
+async def unanswered_of(
+    records: Sequence[dict[str, Any]],
+    repository: ChatRepository,
+    *,
+    answerable: Callable[[Any], bool],
+    readable: Callable[[Mapping[str, Any]], bool] | None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Of a crashed run's journaled updates not marked done: those to handle again (messages
+    whose question never reached the archive; an album when none of its parts did; every due
+    task, whose turn checks its task and the archive itself, core/timed.py), and how many
+    others are not replayed."""
+    replay: list[dict[str, Any]] = []
+    answered_albums: set[Album] = set()
+    skipped = 0
+    for record in records:
+        if firing_of(record) is not None:
+            replay.append(record)
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict) or not answerable(message):
+            skipped += 1
+            continue
+        if readable is not None and not readable(record):
+            log.warning("journal: skipping update %s: it no longer reads", record["update_id"])
+            skipped += 1
+            continue
+        if await answered(repository, int(message["chat"]["id"]), int(message["message_id"])):
+            if (album := album_key(message)) is not None:
+                answered_albums.add(album)
+            continue
+        replay.append(record)
+    # An album is one question: kept (with its first part's id) when any part was.
+    kept = [
+        r for r in replay if "message" not in r or album_key(r["message"]) not in answered_albums
+    ]
+    return kept, skipped

@@ -102,10 +102,14 @@ class ShardLeases:
 
 class ReceiverLease:
     """Only one receiver polls Telegram at a time (a second poller gets 409 Conflict): the
-    others wait as stand-ins and take over within `ttl` seconds when it stops."""
+    others wait as stand-ins and take over within `ttl` seconds when it stops. `name`: what
+    the lease is for; the clock that fires due tasks (intake/due.py) holds one of its own."""
 
-    def __init__(self, client: Redis, prefix: str, owner: str, *, ttl: float) -> None:
-        self.key = f"{prefix}q:receiver"
+    def __init__(
+        self, client: Redis, prefix: str, owner: str, *, ttl: float, name: str = "receiver"
+    ) -> None:
+        self.key = f"{prefix}q:{name}"
+        self.name = name
         self.owner = owner
         self.ttl_ms = max(int(ttl * 1000), 100)
         self._hold: AsyncScript = client.register_script(_HOLD)
@@ -113,9 +117,9 @@ class ReceiverLease:
 
     async def hold(self) -> bool:
         """Whether this receiver polls now. StorageUnavailable when Redis failed."""
-        with unavailable("receiver lease"):
+        with unavailable(f"{self.name} lease"):
             return bool(await self._hold(keys=[self.key], args=[self.owner, self.ttl_ms]))
 
     async def release(self) -> None:
-        with unavailable("receiver lease"):
+        with unavailable(f"{self.name} lease"):
             await self._release(keys=[self.key], args=[self.owner])

@@ -6,6 +6,7 @@ source      polling or webhook: Telegram's updates into the intake (not in `work
 intake      the file journal (QUEUE=local) or the Redis stream (QUEUE=redis) (not in `api`)
 runner      takes updates, a lane per chat, feeds the dispatcher (not in `receive`, `api`)
 redelivery  sends the answers stored but never sent (where the runner is)
+due         the clock: due tasks into the intake (where the intake is, with TASKS)
 api         the HTTP API: `api`, and any role when API_PORT is set
 """
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from membot.bot.drafts import DraftPacing
     from membot.bot.outbox import Redelivery
     from membot.intake.contract import Intake
+    from membot.intake.due import DueSource
     from membot.intake.polling import PollingSource
     from membot.intake.runner import Runner
     from membot.intake.webhook import WebhookSource
@@ -40,6 +42,7 @@ class Parts:
     runner: Runner | None
     api: ApiServer | None
     redelivery: Redelivery | None = None
+    due: DueSource | None = None
 
 
 def build_parts(
@@ -63,4 +66,6 @@ def build_parts(
         api = ApiServer(settings, core)
     if tg is None:
         return Parts(settings, role, core, None, None, None, None, api)
-    return Parts(settings, role, core, tg.app, tg.intake, tg.source, tg.runner, api, tg.redelivery)
+    return Parts(
+        settings, role, core, tg.app, tg.intake, tg.source, tg.runner, api, tg.redelivery, tg.due
+    )

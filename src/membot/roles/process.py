@@ -87,6 +87,8 @@ class Process:
                 running = True
             if p.source is not None:
                 await p.source.start()
+            if p.due is not None:
+                await p.due.start()
             if p.api is not None:
                 await p.api.start()  # a port already taken fails the start-up cleanly
             await p.core.serving()  # which models see images: once the checks have passed
@@ -136,6 +138,8 @@ class Process:
                 await self.redelivery.stop()  # what it had not sent is sent at the next start
             if p.source is not None:
                 await p.source.stop()
+            if p.due is not None:
+                await p.due.stop()
             if p.api is not None:
                 await p.api.stop_accepting()
             if p.runner is not None:
@@ -156,6 +160,8 @@ class Process:
                 await self.redelivery.stop()
             if p.source is not None:
                 await p.source.stop()
+            if p.due is not None:
+                await p.due.stop()
             await self._close_intake()  # the stream's client is the core's, closed with it
             if p.api is not None:
                 # Hurried: the requests still in progress are cut short; their clients may

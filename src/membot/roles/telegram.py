@@ -1,6 +1,7 @@
 """The Telegram parts of a role, built from the settings: the aiogram app, the intake, the
 source, the runner and the redelivery of answers stored but not sent. Imported only by the
-roles that have them: `membot api` never imports this module, and so never aiogram."""
+roles that have them: `membot api` never imports this module, and so never aiogram. The clock
+that fires due tasks (intake/due.py) is a source too, in every role with an intake."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from membot.bot.outbox import Outbox, Redelivery
 from membot.bot.updates import BotUpdates
 from membot.config import QueueSettings, Settings
 from membot.intake.contract import Entry, Intake, transient
+from membot.intake.due import DueSource
 from membot.intake.journal import Journal
 from membot.intake.polling import PollingSource
 from membot.intake.runner import Runner
@@ -31,6 +33,7 @@ class TelegramParts:
     source: PollingSource | WebhookSource | None
     runner: Runner | None
     redelivery: Redelivery | None
+    due: DueSource | None = None
 
 
 def build_telegram(
@@ -79,7 +82,26 @@ def build_telegram(
     redelivery = (
         Redelivery(Outbox(app.bot, core.repository), core.service) if runner is not None else None
     )
-    return TelegramParts(app, intake, source, runner, redelivery)
+    return TelegramParts(
+        app, intake, source, runner, redelivery, _due(settings, core, intake, name)
+    )
+
+
+def _due(settings: Settings, core: Core, intake: Intake, name: str) -> DueSource | None:
+    """The clock that puts due tasks into the intake (TASKS): in every role that has one;
+    with Redis only the holder of its lease fires."""
+    if not settings.tasks.enabled:
+        return None
+    lease = None
+    if core.redis is not None and settings.queue.backend == "redis":
+        from membot.intake.shards import ReceiverLease
+
+        lease = ReceiverLease(
+            core.redis, settings.redis.prefix, name, ttl=settings.queue.claim_idle, name="clock"
+        )
+    # With a lease, it is renewed at least three times within its time to live.
+    poll = min(1.0, settings.queue.claim_idle / 3) if lease is not None else 1.0
+    return DueSource(core.task_store, intake, lease=lease, poll=poll)
 
 
 def _stream(core: Core, queue: QueueSettings, name: str, *, takes: bool) -> tuple[Redis, Intake]:

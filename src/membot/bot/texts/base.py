@@ -25,6 +25,9 @@ class Texts:
     LLM_BUSY: str
     LLM_FAILED: str
     INTERNAL_ERROR: str
+    # A due task that did not run: too late (membot was down), over a budget, the model failed.
+    TASK_DROPPED: str  # {text}, {when}
+    TASK_NOT_RUN: str  # {text}, {reason}
 
     # Consultations. The round labels are Markdown: they follow the model's answer.
     ROUND: str  # {round}, {max_rounds}

@@ -44,6 +44,11 @@ EN = Texts(
     LLM_BUSY="I'm getting too many requests right now. Please try again in a minute.",
     LLM_FAILED="Sorry, I couldn't get an answer right now. Please try again.",
     INTERNAL_ERROR="Sorry, something went wrong on my side. Please try again.",
+    TASK_DROPPED=(
+        "⏰ A scheduled task was dropped: it was due {when}, and I was not running then. "
+        "The task: {text}"
+    ),
+    TASK_NOT_RUN="⏰ A scheduled task was not carried out. {reason} The task: {text}",
     ROUND="_Round {round} of {max_rounds}_",
     ROUND_FINAL="_Round {round} of {max_rounds}: the consultation is complete._",
     STOPPED="_Stopped._",
