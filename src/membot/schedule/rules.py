@@ -7,14 +7,16 @@ on the wall clock of the task's zone ("every day at 9" is at 9 before and after 
 daylight-saving change); rules in hours, minutes or seconds repeat in elapsed time (every
 2 hours is 2 hours apart across the change too). A local time a change skips (02:30 on the
 night clocks go forward) is refused for `when`, and moved past the gap for a repetition.
+A rule's UNTIL is in UTC with "Z", else on the zone's wall clock, whichever clock it walks.
 
 Every refusal is a `BadSchedule` whose message is for the model to fix or explain."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
-from itertools import islice, pairwise
+from collections.abc import Iterator
+from datetime import MAXYEAR, UTC, datetime, timedelta
+from itertools import islice, pairwise, takewhile
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dateutil.rrule import rrule, rrulestr
@@ -83,22 +85,39 @@ def parse_when(when: str, zone: ZoneInfo, now: datetime) -> tuple[datetime, date
     return utc, local
 
 
-_UNTIL_UTC = re.compile(r"UNTIL=(\d{8}T\d{6})Z", re.IGNORECASE)
+_UNTIL = re.compile(r"UNTIL=(\d{8})(T\d{6})?(Z?)", re.IGNORECASE)
+_ENDS = frozenset({"COUNT", "UNTIL"})
+_COUNT = re.compile(r"COUNT=(\d+)", re.IGNORECASE)
+# The Gregorian calendar repeats every 400 years (146,097 days, a whole number of weeks):
+# a rule walked from a start 400·n years later has the same times, 400·n years later.
+CYCLE = 400
 
 
-def _rule(repeat: str, anchor: datetime, zone: ZoneInfo) -> rrule:
-    """The rule on the zone's wall clock from `anchor` (an UNTIL in UTC made local)."""
-    text = repeat.strip()
+def _rule_text(repeat: str) -> str:
+    text = repeat.strip() if isinstance(repeat, str) else ""
     if text.upper().startswith("RRULE:"):
         text = text[6:]
     if not text or "\n" in text or "DTSTART" in text.upper():
         raise ValueError("one RRULE line, without DTSTART")
+    return text
 
-    def local_until(match: re.Match[str]) -> str:
-        utc = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
-        return "UNTIL=" + utc.astimezone(zone).strftime("%Y%m%dT%H%M%S")
 
-    parsed = rrulestr(_UNTIL_UTC.sub(local_until, text), dtstart=anchor)
+def _rule(text: str, start: datetime, frame: ZoneInfo, zone: ZoneInfo) -> rrule:
+    """The rule walked on `frame`'s clock from `start`. Its UNTIL is in UTC (with "Z") or on
+    the zone's wall clock (without), and is moved onto the frame's clock."""
+
+    def on_frame(match: re.Match[str]) -> str:
+        day, time, utc_mark = match.groups()
+        stamp = datetime.strptime(day + (time or "T000000").upper(), "%Y%m%dT%H%M%S")
+        if utc_mark:
+            moment = stamp.replace(tzinfo=UTC)
+        elif frame.key == zone.key:
+            return match.group(0)
+        else:
+            moment = local_to_utc(stamp, zone, strict=False)
+        return "UNTIL=" + moment.astimezone(frame).strftime("%Y%m%dT%H%M%S")
+
+    parsed = rrulestr(_UNTIL.sub(on_frame, text), dtstart=start)
     if not isinstance(parsed, rrule):
         raise ValueError("a single rule")
     return parsed
@@ -106,30 +125,58 @@ def _rule(repeat: str, anchor: datetime, zone: ZoneInfo) -> rrule:
 
 _FREQ = re.compile(r"FREQ=([A-Z]+)", re.IGNORECASE)
 _SUB_DAILY_NAMES = frozenset({"HOURLY", "MINUTELY", "SECONDLY"})
+_UTC = ZoneInfo("UTC")
+
+
+def _frame(text: str, anchor: datetime, zone: ZoneInfo) -> tuple[datetime, ZoneInfo]:
+    """Where the rule is walked from, and on which clock: sub-daily rules in UTC (elapsed
+    time), others on the zone's wall clock."""
+    freq = _FREQ.search(text)
+    if freq is not None and freq.group(1).upper() in _SUB_DAILY_NAMES:
+        return local_to_utc(anchor, zone, strict=False).replace(tzinfo=None), _UTC
+    return anchor, zone
 
 
 def _walked(repeat: str, anchor: datetime, zone: ZoneInfo) -> tuple[rrule, ZoneInfo]:
-    """The rule as it is walked, and the clock it is walked on: sub-daily rules in UTC
-    (elapsed time), others on the zone's wall clock."""
-    freq = _FREQ.search(repeat)
-    if freq is not None and freq.group(1).upper() in _SUB_DAILY_NAMES:
-        utc = ZoneInfo("UTC")
-        start = local_to_utc(anchor, zone, strict=False).replace(tzinfo=None)
-        return _rule(repeat, start, utc), utc
-    return _rule(repeat, anchor, zone), zone
+    """The rule as it is walked, and the clock it is walked on."""
+    text = _rule_text(repeat)
+    start, frame = _frame(text, anchor, zone)
+    return _rule(text, start, frame, zone), frame
+
+
+def _probe(text: str, anchor: datetime, zone: ZoneInfo) -> tuple[Iterator[datetime], ZoneInfo]:
+    """The rule without its end (COUNT, UNTIL), walked from as many whole calendar cycles
+    later as leave one or two before year 9999. dateutil walks a rule that never happens to
+    the end of the calendar: seconds of CPU from today (BYMONTHDAY=30;BYMONTH=2), a fraction
+    from there; and a rule with no time in a whole cycle has none at all. Its times are
+    those of one cycle."""
+    endless = ";".join(p for p in text.split(";") if p.split("=")[0].strip().upper() not in _ENDS)
+    start, frame = _frame(text, anchor, zone)
+    cycles = (MAXYEAR - CYCLE - start.year) // CYCLE
+    if cycles > 0:
+        start = start.replace(year=start.year + CYCLE * cycles)
+    end = start.replace(year=start.year + CYCLE) if start.year + CYCLE < MAXYEAR else None
+    times = _rule(endless, start, frame, zone)
+    return takewhile(lambda t: end is None or t < end, times), frame
 
 
 def check_repeat(repeat: str, anchor: datetime, zone: ZoneInfo, min_interval: float) -> str:
     """The rule as kept (without "RRULE:"), or BadSchedule: it does not parse, never
     happens, or repeats more often than every `min_interval` seconds."""
     try:
-        walked, frame = _walked(repeat, anchor, zone)
+        text = _rule_text(repeat)
+        _walked(text, anchor, zone)  # the rule as given reads
+        probe, frame = _probe(text, anchor, zone)
+        count = _COUNT.search(text)
+        checked = min(CHECKED_TIMES, int(count.group(1))) if count else CHECKED_TIMES
     except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise BadSchedule(
             f"the repeat rule {repeat!r} does not parse ({exc}): give an iCalendar RRULE "
             "such as FREQ=DAILY or FREQ=WEEKLY;BYDAY=MO,TH"
         ) from None
-    times = [local_to_utc(t, frame, strict=False) for t in islice(walked, CHECKED_TIMES)]
+    # Never the calendar's last year: a time in it may have no UTC equivalent.
+    walked = takewhile(lambda t: t.year < MAXYEAR, probe)
+    times = [local_to_utc(t, frame, strict=False) for t in islice(walked, checked)]
     if not times:
         raise BadSchedule(f"the repeat rule {repeat!r} never happens")
     gaps = [b - a for a, b in pairwise(times)]
@@ -139,8 +186,7 @@ def check_repeat(repeat: str, anchor: datetime, zone: ZoneInfo, min_interval: fl
             f"the repeat rule {repeat!r} runs every {_span(shortest)} at times; tasks may "
             f"repeat at most once every {_span(timedelta(seconds=min_interval))}"
         )
-    text = repeat.strip()
-    return text[6:] if text.upper().startswith("RRULE:") else text
+    return text
 
 
 def next_time(repeat: str, anchor: datetime, zone: ZoneInfo, after: datetime) -> datetime | None:
