@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
 from redis.asyncio import Redis
 
 from membot.bot.render import render
 from tests.conftest import bot_env
 from tests.e2e.helpers import roles_and_texts
+from tests.e2e.processes import Runs
 from tests.fakes import FakeLLM, FakeTelegram, Reply
-from tests.fakes.process import spawn_membot
 
 CHAT = 2401
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -33,56 +31,6 @@ PROMPTLY = 20.0
 
 def env_for(tg: FakeTelegram, llm: FakeLLM, data_dir: Path, **extra: str) -> dict[str, str]:
     return bot_env(tg, llm, data_dir, log_level="INFO", **extra)
-
-
-class Runs:
-    """The bot's processes, one after another, their stderr in one file."""
-
-    def __init__(self, tmp_path: Path, env: dict[str, str]) -> None:
-        self.tmp_path = tmp_path
-        self.env = env
-        self.stderr_path = tmp_path / "membot.stderr"
-        self._files: list[IO[bytes]] = []
-
-    async def spawn(self, *args: str, **extra: str) -> asyncio.subprocess.Process:
-        out = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in close()
-        self._files.append(out)
-        env = {**self.env, **extra}
-        return await spawn_membot(self.tmp_path, env, *args, stdout=out, stderr=out)
-
-    def log(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def started(self, role: str) -> int:
-        """How many processes of `role` have logged their start."""
-        return self.log().count(f"membot {role} started")
-
-    async def wait_started(self, role: str, count: int) -> float:
-        """Wait until `count` processes of `role` have started; the time then."""
-        await self.until(f"{count} {role} started", lambda: self.started(role) >= count)
-        return time.monotonic()
-
-    async def until(self, what: str, check: Callable[[], bool], timeout: float = 60) -> None:
-        """Poll `check` (the fakes' records, files on disk) until true, with a deadline."""
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}\nbot stderr:\n{self.log()}")
-            await asyncio.sleep(0.05)
-
-    async def kill(self, process: asyncio.subprocess.Process) -> None:
-        process.kill()
-        await process.wait()
-        assert process.returncode == -signal.SIGKILL
-
-    async def stop(self, process: asyncio.subprocess.Process) -> None:
-        process.send_signal(signal.SIGTERM)
-        await process.wait()
-        assert process.returncode == 0, self.log()
-
-    def close(self) -> None:
-        for out in self._files:
-            out.close()
 
 
 def answered(data_dir: Path, text: str) -> Callable[[], bool]:

@@ -9,15 +9,12 @@ directory, so a restart keeps what was written) and its own REDIS_PREFIX.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import signal
-import socket
-import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +27,10 @@ from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
 from membot.redis.health import CALL_BUDGET, AlwaysUp, RedisHealth
 from tests import api_support
-from tests.api_support import RunningApi, StartApi, free_port
+from tests.api_support import RunningApi, StartApi
 from tests.conftest import StartBot
 from tests.e2e.helpers import prompt_texts
+from tests.e2e.processes import PrivateRedis, until
 from tests.fakes import FakeLLM, FakeTelegram
 
 start_api = api_support.start_api
@@ -40,59 +38,6 @@ start_api = api_support.start_api
 CHAT = 3003
 OUTAGE = "Redis is unavailable"
 BACK = "Redis is back"
-
-
-class PrivateRedis:
-    """A redis-server of the test's own, started, stopped, killed, hung and restarted."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = free_port()
-        self.directory = directory
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    async def start(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc = self._spawn()
-        await until(self._answers_ping, what="redis-server to answer PING")
-
-    def _spawn(self) -> subprocess.Popen[bytes]:
-        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
-        args += ["yes", "--appendfsync", "always", "--dir", str(self.directory)]
-        return subprocess.Popen(
-            ["redis-server", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-
-    def _answers_ping(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
-                conn.sendall(b"PING\r\n")
-                return conn.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    async def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        await asyncio.to_thread(self.proc.wait, 10)
-        self.proc = None
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-
-async def until(predicate: Callable[[], bool], *, what: str, timeout: float = 10.0) -> float:
-    """Wait for an observable condition (polled); how long it took."""
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"gave up waiting for {what}")
-        await asyncio.sleep(0.02)
-    return time.monotonic() - started
 
 
 @pytest.fixture

@@ -147,8 +147,9 @@ def task_message(task: Task, now: datetime, late: timedelta, following: datetime
     return "\n".join(lines)
 
 
-# Later than this, the model is told the task runs late.
-_LATE = timedelta(seconds=60)
+# Later than this, the model is told the task runs late (on time, its turn starts within a
+# second of its time).
+_LATE = timedelta(seconds=5)
 
 
 def _local(ts: datetime, zone: str) -> str:
@@ -160,9 +161,12 @@ def _local(ts: datetime, zone: str) -> str:
 
 
 def _span(delta: timedelta) -> str:
-    minutes = int(delta.total_seconds() // 60)
+    seconds = int(delta.total_seconds())
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = seconds // 60
     if minutes < 60:
-        return f"{max(minutes, 1)} min"
+        return f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
