@@ -14,6 +14,7 @@ import logging
 
 from aiogram import Bot
 from aiogram.utils.chat_action import ChatActionSender
+from aiogram.utils.formatting import DateTime, Text
 
 from membot.bot import texts
 from membot.bot.refusals import over_limit
@@ -26,6 +27,9 @@ from membot.schedule.rules import BadSchedule, zone_named
 from membot.usage import OverLimit
 
 log = logging.getLogger(__name__)
+
+# How a `date_time` entity shows a task's time: the weekday, the date, the time.
+DATE_TIME_FORMAT = "wDt"
 
 
 class TaskDoor:
@@ -41,7 +45,16 @@ class TaskDoor:
         task = due.task
         if due.dropped:
             words = await self._words(due)
-            await self._say(due, words.TASK_DROPPED.format(when=_said(due), text=task.text))
+            before, _, after = words.TASK_DROPPED.partition("{when}")
+            note = Text(
+                before.format(text=task.text),
+                # Each reader sees it in their own zone and locale (Bot API 9.5).
+                DateTime(_said(due), unix_time=task.due, date_time_format=DATE_TIME_FORMAT),
+                after.format(text=task.text),
+            )
+            await self.bot.send_message(
+                task.chat, message_thread_id=task.thread, **note.as_kwargs()
+            )
             return
         try:
             await self.service.admit(due.incoming)

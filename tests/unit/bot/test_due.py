@@ -125,6 +125,9 @@ async def test_a_task_later_than_the_grace_is_dropped_with_one_note(open_door: O
 
     [note] = await _fire(door, task)
     assert "dropped" in note and "remind me to call the bank" in note
+    [entity] = door.tg.messages_to(CHAT)[-1].entities
+    # The time it was due, shown to each reader in their own zone and locale.
+    assert entity["type"] == "date_time" and entity["unix_time"] == int(task.due.timestamp())
     assert door.model.chat_requests == []
     assert await door.core.task_store.tasks(CHAT) == []
 
