@@ -82,7 +82,7 @@ def _main(argv: list[str] | None) -> int:
     )
     migrate = sub.add_parser(
         "migrate",
-        help="copy every conversation between the file and Redis backends (needs no tokens)",
+        help="copy conversations and tasks between the file and Redis backends (needs no tokens)",
     )
     migrate.add_argument("--from", dest="source", choices=("files", "redis"), required=True)
     migrate.add_argument("--to", dest="target", choices=("files", "redis"), required=True)
@@ -99,8 +99,11 @@ def _main(argv: list[str] | None) -> int:
 
     if command == "migrate":
         from membot.memory.migrate import run_migrate  # redis-py only where it is used
+        from membot.schedule.migrate import task_copy
 
-        return run_migrate(args.source, args.target, overwrite=args.overwrite)
+        # The chats' tasks after their conversations (membot/schedule/migrate.py).
+        tasks = task_copy(args.source, args.target, overwrite=args.overwrite)
+        return run_migrate(args.source, args.target, overwrite=args.overwrite, also=[tasks])
 
     if command == "usage":
         from membot.usage.cli import run_usage

@@ -70,7 +70,8 @@ class InMemoryTaskStore:
 
     async def hold(self, task: Task, until: datetime) -> None:
         if await self.get(task.chat, task.id) is not None:
-            self._held[(task.chat, task.id)] = until
+            held = self._held.get((task.chat, task.id))
+            self._held[(task.chat, task.id)] = until if held is None else max(held, until)
 
     async def next_time(self) -> datetime | None:
         times = [self._look_at(t) for chat in self._tasks.values() for t in chat.values()]

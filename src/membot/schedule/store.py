@@ -58,7 +58,8 @@ class TaskStore(Protocol):
 
     async def hold(self, task: Task, until: datetime) -> None:
         """Its firing is in flight: `due` leaves the task out until `until` unless it is moved
-        first (a firing that got lost is put again then; its turn runs at most once)."""
+        first (a firing that got lost is put again then; its turn runs at most once). The
+        later of two holds wins, and a task gone or moved is never brought sooner."""
         ...
 
     async def next_time(self) -> datetime | None:

@@ -80,10 +80,18 @@ def build_repository(
 
 
 def build_task_store(settings: Settings, redis: Redis | None, health: Health) -> TaskStore:
-    """Where the chats' tasks are kept: beside their memory (STORAGE)."""
-    from membot.schedule.inmemory import InMemoryTaskStore
+    """Where the chats' tasks are kept: beside their memory (STORAGE). With Redis, on the
+    process's client and without the outage spool: a task is not set while Redis is down
+    (the tool says so), and a due one waits for it."""
+    if settings.storage.backend != "redis":
+        from membot.schedule.files import FileTaskStore
 
-    return InMemoryTaskStore()
+        return FileTaskStore(settings.storage.data_dir)
+    if redis is None:
+        raise ValueError("STORAGE=redis: the task store needs the client (build_redis)")
+    from membot.schedule.redis import RedisTaskStore  # imported late: only where used
+
+    return RedisTaskStore(redis, settings.redis.prefix)
 
 
 def build_turn_locks(settings: Settings, redis: Redis | None, health: Health) -> TurnLocks | None:
