@@ -24,7 +24,8 @@ from redis.asyncio import Redis
 from membot.intake.stream import UpdateStream
 from tests.api_support import free_port
 from tests.conftest import API_KEY, TOKEN
-from tests.e2e.test_redis_outage import PrivateRedis, redis_server
+from tests.e2e.processes import PrivateRedis
+from tests.e2e.test_redis_outage import redis_server
 from tests.fakes import FakeLLM, FakeTelegram
 from tests.fakes.process import membot_env, spawn_membot
 
