@@ -42,6 +42,7 @@ from membot.llm.model import (
     StreamItem,
     StreamNotes,
 )
+from tests.fakes.openai_server import without_now
 
 MODEL = "scripted/model"
 
@@ -126,7 +127,19 @@ class Request:
 
     @property
     def user_texts(self) -> list[str]:
-        return [str(m.get("content") or "") for m in self.messages if m.get("role") == "user"]
+        """What the user messages say (the time note before a new one aside: `now`)."""
+        return [
+            without_now(str(m.get("content") or ""))
+            for m in self.messages
+            if m.get("role") == "user"
+        ]
+
+    @property
+    def now(self) -> str | None:
+        """The time note before the new message (core/prompt.py NOW_NOTE), None without."""
+        content = str(self.messages[-1].get("content") or "") if self.messages else ""
+        stripped = without_now(content)
+        return content[: len(content) - len(stripped)].strip() or None
 
     @property
     def tool_names(self) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from membot.bot import texts
+from tests.fakes import without_now
 
 # /help as the bot sends it with the default CONSULT_ROUNDS and MAX_ROUNDS.
 HELP_TEXT = texts.HELP.format(rounds=3, max_rounds=10)
@@ -30,8 +31,10 @@ def meta(data_dir: Path, chat_id: int) -> dict[str, Any]:
 
 
 def prompt_texts(request: dict[str, Any]) -> list[tuple[str, str]]:
-    """(role, content) of every message the model was shown, system prompt excluded."""
-    return [(m["role"], m.get("content") or "") for m in request["messages"][1:]]
+    """(role, content) of every message the model was shown, system prompt excluded (and
+    the time note before the new message: tests/fakes/openai_server.py `without_now`)."""
+    shown = [(m["role"], m.get("content") or "") for m in request["messages"][1:]]
+    return [(role, without_now(c) if isinstance(c, str) else c) for role, c in shown]
 
 
 def system_prompt(request: dict[str, Any]) -> str:

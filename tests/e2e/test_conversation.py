@@ -72,6 +72,8 @@ async def test_answers_a_message_and_remembers_it(
         "model",
         "persona",
         "usage",
+        "tasks",
+        "timezone",
         "reset",
     ]
 

@@ -27,7 +27,7 @@ from membot.memory import FileRepository
 from tests.conftest import API_KEY, TOKEN, StartBot
 from tests.e2e.helpers import HELP_TEXT, meta, prompt_texts, roles_and_texts
 from tests.e2e.test_conversation import say
-from tests.fakes import FakeLLM, FakeTelegram
+from tests.fakes import FakeLLM, FakeTelegram, without_now
 from tests.fakes.process import membot_env, spawn_membot
 
 CHAT = 1001
@@ -340,7 +340,9 @@ async def test_kill_9_under_load_loses_no_message_and_answers_none_twice(
         what="the restarted bot's answer",
     )
     request = next(
-        r for r in llm.chat_requests if r["messages"][-1]["content"] == "what do you remember?"
+        r
+        for r in llm.chat_requests
+        if without_now(r["messages"][-1]["content"]) == "what do you remember?"
     )
     archive = readable(data_dir / str(chat) / "messages.txt")
     asked_at = next(i for i, m in enumerate(archive) if m["content"] == "what do you remember?")

@@ -3,7 +3,7 @@ OpenAI-compatible LLM endpoint, generated media files and search corpora, and a 
 process's environment. bench/ imports nothing else from `tests`."""
 
 from tests.fakes.openai_media import Transcription
-from tests.fakes.openai_server import FakeLLM, Reply, Responder
+from tests.fakes.openai_server import FakeLLM, Reply, Responder, without_now
 from tests.fakes.openai_stream import Pacing
 from tests.fakes.telegram import (
     BOT_ID,
@@ -28,4 +28,5 @@ __all__ = [
     "SentMessage",
     "Transcription",
     "utf16_len",
+    "without_now",
 ]

@@ -20,6 +20,7 @@ import inspect
 import itertools
 import json
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -83,6 +84,17 @@ class Reply:
 
 ReplyLike = Reply | str
 Responder = Callable[[dict[str, Any]], ReplyLike | Awaitable[ReplyLike]]
+
+
+# What membot puts before a new message in a Telegram chat: the chat's date and time
+# (core/prompt.py NOW_NOTE). The fake's answers, and tests reading what the user wrote, go
+# without it.
+NOW_NOTE = re.compile(r"\A\[Now: [^\]\n]*\]\n")
+
+
+def without_now(text: str) -> str:
+    """`text` without the time note before it, if it has one."""
+    return NOW_NOTE.sub("", text, count=1)
 
 
 def content_text(content: Any) -> str:
@@ -319,7 +331,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
             last = content_text(messages[-1].get("content")) if messages else ""
             return Reply(content=f"SUMMARY #{ordinal}: {last[:60]}", delay=self.latency)
         user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        text = content_text(user.get("content")) if user else ""
+        text = without_now(content_text(user.get("content"))) if user else ""
         return Reply(content=f"ANSWER: {text}", delay=self.latency)
 
     # ---- waiting ---------------------------------------------------------------------------

@@ -104,6 +104,10 @@ class MembotApp:
             ledger=core.ledger,
             quota=core.quota,
             admins=ChatAdmins(limits.admin_user_ids),
+            # /tasks and /timezone: the chats' tasks, TASKS and TIMEZONE, the wall clock.
+            task_store=core.task_store,
+            task_options=settings.tasks,
+            clock=core.clock,
             passing=passing,
             # STREAMING: the drafts' pacing, None for one message per answer.
             streaming=drafts if telegram.streaming else None,

@@ -56,6 +56,7 @@ async def to_incoming(message: Message, bot: Bot, text: str | None = None) -> In
         name=user.full_name if user else None,
         message_id=message.message_id,
         group=group,
+        thread=topic_of(message),  # a task set in a forum topic fires there
     )
 
 

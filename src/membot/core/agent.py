@@ -14,10 +14,12 @@ from membot.core.consult import RoundPlan, initial_request_of
 from membot.core.facts import FactsDraft
 from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.media import MediaReader, Understood
+from membot.core.offers import Offers
 from membot.core.plan import ConsultSwitch, TurnPlan
 from membot.core.prompt import PromptBuilder
 from membot.core.steps import ToolSteps
 from membot.core.summarizer import HistoryCompressor
+from membot.core.tools.book import TaskDesk
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
 from membot.core.turn import (
@@ -75,6 +77,7 @@ class Agent:
         detect: Detect = detect_language,
         models: tuple[str, ...] = (),
         media: MediaReader | None = None,
+        task_desk: TaskDesk | None = None,
     ) -> None:
         self.model = model
         self.repository = repository
@@ -84,24 +87,15 @@ class Agent:
         # (core/window.py): the prompt's prefix stays the same for a provider's cache.
         self.policy = WindowPolicy(window_size, summarizer.every)
         self.registry = tools.registry if tools else ToolRegistry()
-        # During a consultation (or where a front door does not want it) the model is not
-        # offered `start_consultation`; both registries and their prompt text are fixed.
-        self.registry_no_consult = self.registry.subset(
-            n for n in self.registry.names() if n != CONSULTATION_TOOL
-        )
         self.mode = tool_mode or NativeMode()
-        self._sections = {
-            offered: ([s] if (s := self.mode.system_section(reg)) else [])
-            for offered, reg in ((True, self.registry), (False, self.registry_no_consult))
-        }
+        # What each kind of turn is offered (with tasks or not, `start_consultation` or
+        # not), each with its fixed prompt text (core/offers.py).
+        self.offers = Offers(self.registry, self.mode)
         self.steps = ToolSteps(
-            model=model,
-            mode=self.mode,
-            tools=tools,
-            registry=self.registry,
-            registry_no_consult=self.registry_no_consult,
-            max_tool_steps=max_tool_steps,
+            model=model, mode=self.mode, tools=tools, max_tool_steps=max_tool_steps
         )
+        # The chats' tasks, for the task tools; None: no turn is offered them.
+        self.task_desk = task_desk
         self.search = search
         self.search_budget = search_budget
         self.tasks = tasks if tasks is not None else TaskSupervisor()
@@ -152,6 +146,10 @@ class Agent:
                 self.repository, cid, history, model=model, taken=len(seen.images)
             )
 
+        book = self.task_desk.for_turn(incoming, plan) if self.task_desk else None
+        offer = self.offers.for_turn(book is not None)
+        now = book.now() if book is not None else None
+
         def prompt() -> list[ChatMessage]:  # for the plan as it stands
             return self.prompts.build(
                 summary=ctx.summary,
@@ -160,7 +158,7 @@ class Agent:
                 group=incoming.group,
                 facts=ctx.facts,
                 extra_system=[
-                    *self._sections[plan.offers_consultation],
+                    *offer.sections(plan.offers_consultation),
                     *([plan.round.system_note()] if plan.round else []),
                 ],
                 # An API session's own prompt, else the chat's persona, else SYSTEM_PROMPT.
@@ -168,6 +166,7 @@ class Agent:
                 images=images,
                 new_images=seen.images,
                 documents=seen.documents,
+                now=now,
             )
 
         facts = FactsDraft(self.repository, cid, MAX_FACTS)
@@ -182,8 +181,9 @@ class Agent:
                 else None
             ),
             facts=facts,
+            tasks=book,
         )
-        produced, response = await self.steps.run(prompt, sink, tool_ctx, plan, opts)
+        produced, response = await self.steps.run(prompt, sink, tool_ctx, plan, opts, offer)
         if plan.round is not None and plan.round is not opening:
             log.info(
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds

@@ -37,7 +37,8 @@ class TurnPlan:
     `start_consultation` while the turn is in plain chat.
 
     The fields are read-only; the plan changes only as a turn may change it: it learns the
-    conversation's language (`learn_language`), switches into a consultation (`consult`), or
+    conversation's language (`learn_language`), is given a time zone (`set_timezone`: the
+    model's set_timezone tool), switches into a consultation (`consult`), or
     goes back to a `mark` (`undo`: a tool step the user stopped changes nothing)."""
 
     __slots__ = ("_keep", "_now", "_offer")
@@ -81,6 +82,13 @@ class TurnPlan:
         self._now = replace(
             self._now, start=replace(self._now.start, language=language), unsaved=True
         )
+
+    def set_timezone(self, zone: str) -> bool:
+        """The chat's time zone, set within the turn: stored with the turn's state (a
+        write of its own would be overwritten by the state the turn stores). False: the
+        turn stores no state (`keep`), so it is this turn's only."""
+        self._now = replace(self._now, start=replace(self._now.start, timezone=zone), unsaved=True)
+        return self._keep
 
     def consult(self, request: str, rounds: int, *, seq: int = 0) -> RoundPlan:
         """Start a consultation of `rounds` on `request`: this turn answers its round 1.

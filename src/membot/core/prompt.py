@@ -29,6 +29,10 @@ FACTS_HEADER = (
     "Facts the user asked you to remember (true until the user says otherwise; "
     "use them without announcing them):"
 )
+# Before the new message where the chat has a time (Telegram chats with tasks): its date,
+# weekday, time and zone (schedule/show.py `now_line`). With the new message, not in the
+# system prompt: the head must stay the same bytes from turn to turn for the prefix cache.
+NOW_NOTE = "[Now: {now}]"
 GROUP_NOTE = (
     "This is a group chat: each user message starts with the sender's name, like "
     '"Name: text". Address people by name when it helps.'
@@ -55,11 +59,14 @@ class PromptBuilder:
         images: Mapping[int, Sequence[dict[str, Any]]] | None = None,
         new_images: Sequence[dict[str, Any]] = (),
         documents: Sequence[str] = (),
+        now: str | None = None,
     ) -> list[ChatMessage]:
         """The prompt: the system message (`build_system`), the window (`window`, `images`
         shown with its messages) and the new message (`new_images` and the `documents`' text
-        beside it). A cache breakpoint (llm/cache.py) ends the head, which stays the same
-        from one summary to the next, and the window, which only grows until then."""
+        beside it, and `now`, the chat's date and time, before it). A cache breakpoint
+        (llm/cache.py) ends the head, which stays the same from one summary to the next, and
+        the window, which only grows until then: what changes every turn, like the time,
+        goes with the new message, never in the head."""
         window = self.window(history, group=group, images=images)
         if window:
             window[-1] = mark(window[-1])
@@ -71,7 +78,7 @@ class PromptBuilder:
             extra_system=extra_system,
             system_prompt=system_prompt,
         )
-        message = to_chat_message(new, group=group, images=new_images, documents=documents)
+        message = to_chat_message(new, group=group, images=new_images, documents=documents, now=now)
         return [mark(system), *window, message]
 
     def build_system(
@@ -123,10 +130,12 @@ def to_chat_message(
     group: bool = False,
     images: Sequence[dict[str, Any]] = (),
     documents: Sequence[str] = (),
+    now: str | None = None,
 ) -> ChatMessage:
     """One stored message in the OpenAI chat format. A user message's attachments are text
     markers before its words; `images` (image_url parts) and `documents` (their text, for
-    the turn that brought them) are shown beside it."""
+    the turn that brought them) are shown beside it; `now` (for the new message only: the
+    time it is sent at) goes first (NOW_NOTE)."""
     if message.role == "user":
         content = message.content
         if message.attachments:
@@ -136,6 +145,8 @@ def to_chat_message(
             content = "\n\n".join([content, *documents])
         if group and message.name:
             content = f"{message.name}: {content}"
+        if now:
+            content = NOW_NOTE.format(now=now) + "\n" + content
         if images:
             return {"role": "user", "content": [{"type": "text", "text": content}, *images]}
         return {"role": "user", "content": content}

@@ -20,10 +20,11 @@ from membot.core.stops import Stops
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.core.turnlock import TurnLocks
 from membot.errors import ConversationBusy
-from membot.ids import ConversationId
+from membot.ids import TELEGRAM, ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.contract.repository import ChatRepository, StorageUnavailable
 from membot.memory.contract.state import ConversationState
+from membot.schedule.store import TaskStore
 from membot.tasks import hurried_wait
 from membot.usage import OverLimit, Quota, charged_to
 
@@ -40,9 +41,12 @@ class ConversationService:
         max_rounds: int,
         turn_locks: TurnLocks | None = None,
         quota: Quota | None = None,
+        task_store: TaskStore | None = None,
     ) -> None:
         self.agent = agent
         self.repository = repository
+        # The chats' reminders and scheduled tasks: a reset removes a chat's with the rest.
+        self.task_store = task_store
         # Across processes (STORAGE=redis): taken once the local lock is held.
         self.turn_locks = turn_locks
         self.quota = quota
@@ -202,6 +206,11 @@ class ConversationService:
         """The chat's own system prompt (/persona); None: SYSTEM_PROMPT again."""
         return await self._set(cid, persona=persona)
 
+    async def set_timezone(self, cid: ConversationId, zone: str | None) -> ConversationState:
+        """The chat's time zone (/timezone, an IANA name checked by the caller); None: the
+        TIMEZONE setting. Like set_language, refused while the storage cannot be read."""
+        return await self._set(cid, timezone=zone)
+
     async def _set(self, cid: ConversationId, **changes: str | None) -> ConversationState:
         meta = await self.repository.get_meta(cid)
         if meta.degraded:
@@ -212,8 +221,14 @@ class ConversationService:
         return state
 
     async def reset(self, cid: ConversationId) -> ConversationState:
-        """Forget the conversation, a consultation in progress included; the state it had."""
+        """Forget the conversation, a consultation in progress included, and a Telegram
+        chat's tasks; the state it had. The tasks go first: none fires into a chat that was
+        told everything is forgotten."""
         state = await self.state(cid)
+        if self.task_store is not None and cid.namespace == TELEGRAM:
+            dropped = await self.task_store.clear(cid.chat_id)
+            if dropped:
+                log.info("%s: %d task(s) removed with the reset", cid, dropped)
         await self.agent.reset(cid)
         return state
 

@@ -30,6 +30,7 @@ from membot.llm.tools.visible import VisibleText
 from membot.memory.contract.models import Message
 
 if TYPE_CHECKING:
+    from membot.core.offers import Offer
     from membot.core.plan import TurnPlan
     from membot.core.tools.context import TurnContext
     from membot.core.turn import ReplySink, TurnOptions
@@ -48,9 +49,9 @@ PromptFor = Callable[[], list[ChatMessage]]
 
 
 class ToolSteps:
-    """Talks to the model for one turn. `registry` is every tool the turn may offer;
-    `registry_no_consult` the same without `start_consultation` (offered in plain chat only).
-    `max_tool_steps` caps the steps with tools; one more step must answer."""
+    """Talks to the model for one turn, offering it the tools of the turn's `Offer`
+    (core/offers.py: `start_consultation` in plain chat only). `max_tool_steps` caps the
+    steps with tools; one more step must answer."""
 
     def __init__(
         self,
@@ -58,15 +59,11 @@ class ToolSteps:
         model: ChatModel,
         mode: ToolMode,
         tools: ToolExecutor | None,
-        registry: ToolRegistry,
-        registry_no_consult: ToolRegistry,
         max_tool_steps: int,
     ) -> None:
         self.model = model
         self.mode = mode
         self.tools = tools
-        self.registry = registry
-        self.registry_no_consult = registry_no_consult
         self.max_tool_steps = max_tool_steps
 
     async def run(
@@ -76,6 +73,7 @@ class ToolSteps:
         tool_ctx: TurnContext,
         plan: TurnPlan,
         opts: TurnOptions,
+        offer: Offer,
     ) -> tuple[list[Message], LLMResponse]:
         """Tool steps, then the answer. Returns what to store after the user message (the
         last item is the answer) and the last response."""
@@ -92,7 +90,7 @@ class ToolSteps:
                 prompted = plan.round
                 head = prompt()
             messages = [*head, *exchanged]
-            registry = self.registry if plan.offers_consultation else self.registry_no_consult
+            registry = offer.registry(plan.offers_consultation)
             output = opts.output if plan.completes else None
             call = _with_output(opts.call, output)
             request = self.mode.request(messages, registry, final=final).with_options(call)
@@ -118,7 +116,9 @@ class ToolSteps:
                         raise LLMUnavailable("the model returned an empty answer")
                     text = GAVE_UP
                 if output is not None:  # GAVE_UP too: the answer must be what was asked
-                    text, response = await self._checked(messages, text, response, output, call)
+                    text, response = await self._checked(
+                        messages, text, response, output, call, offer.no_consult
+                    )
                 produced.append(Message(role="assistant", content=text))
                 return produced, response
             if text:
@@ -198,6 +198,7 @@ class ToolSteps:
         response: LLMResponse,
         output: OutputSpec,
         call: CallOptions | None,
+        registry: ToolRegistry,
     ) -> tuple[str, LLMResponse]:
         """The answer in the requested format: one repair request, then LLMInvalidOutput."""
         problem = output.check(text)
@@ -212,7 +213,7 @@ class ToolSteps:
         # Native mode forbids tool calls with final=True; Hermes mode's final note ("answer in
         # plain text now") would contradict the repair, so it gets the plain request there.
         final = self.mode.name != "hermes"
-        request = self.mode.request(repair, self.registry_no_consult, final=final)
+        request = self.mode.request(repair, registry, final=final)
         response = await self.model.complete(request.with_options(call))
         text, _ = self.mode.parse(response)
         if output.check(text) is not None:

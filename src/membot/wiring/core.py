@@ -57,6 +57,8 @@ class Core:
     media: MediaParts | None = None
     # The chats' reminders and scheduled tasks (membot.schedule), beside their memory.
     task_store: TaskStore = field(default_factory=InMemoryTaskStore)
+    # The wall clock (a test's own): budgets, tasks' times.
+    clock: Clock = utc_now
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -111,7 +113,15 @@ def build_core(
     model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()
     agent = build_agent(
-        settings, model, repository, tasks, redis=redis, health=health, media=media.reader
+        settings,
+        model,
+        repository,
+        tasks,
+        redis=redis,
+        health=health,
+        media=media.reader,
+        task_store=task_store,
+        clock=clock,
     )
     service = ConversationService(
         agent,
@@ -120,6 +130,7 @@ def build_core(
         max_rounds=settings.conversation.max_rounds,
         turn_locks=build_turn_locks(settings, redis, health),
         quota=quota,
+        task_store=task_store,
     )
     return Core(
         settings,
@@ -134,4 +145,5 @@ def build_core(
         health,
         media,
         task_store,
+        clock,
     )

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from membot.clock import Clock, utc_now
 from membot.config import LlmSettings, Settings
 from membot.core.agent import Agent
 from membot.core.media import MediaReader
 from membot.core.prompt import PromptBuilder
 from membot.core.summarizer import Summarizer
+from membot.core.tools.book import TaskDesk
 from membot.core.tools.builtin import builtin
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.memory.contract.repository import ChatRepository
 from membot.redis.health import ALWAYS_UP, Health
+from membot.schedule.store import TaskStore
 from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 
@@ -54,6 +57,8 @@ def build_agent(
     redis: Redis | None = None,
     health: Health = ALWAYS_UP,
     media: MediaReader | None = None,
+    task_store: TaskStore | None = None,
+    clock: Clock = utc_now,
 ) -> Agent:
     from membot.redis.lease import summary_lease  # imported late: only where used
 
@@ -85,4 +90,10 @@ def build_agent(
         max_rounds=conversation.max_rounds,
         models=settings.llm.model_choices,
         media=media,
+        # Telegram chats with TASKS on are offered the task tools (core/offers.py).
+        task_desk=(
+            TaskDesk(task_store, settings.tasks, settings.limits.admin_user_ids, clock)
+            if task_store is not None
+            else None
+        ),
     )

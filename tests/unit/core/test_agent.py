@@ -23,13 +23,15 @@ from membot.llm.structured import OutputSpec
 from membot.llm.tools import ToolExecutor, ToolModeName, make_mode
 from membot.memory import ConversationState, MemoryRepository, Message, SessionConfig
 from membot.tasks import TaskSupervisor
-from membot.tool_names import BUILTIN_TOOL_NAMES, CONSULTATION_TOOL
+from membot.tool_names import BUILTIN_TOOL_NAMES, CONSULTATION_TOOL, TASK_TOOLS
 from tests.scripted import MODEL, RecordingSink, Reply, ScriptedModel, hermes_call, tool_call
 
 SYSTEM = "You are the test assistant."
 SESSION = ConversationId.api(uuid.UUID("9b2f7a1c-3d4e-4f50-8a6b-7c8d9e0f1a2b"))
 CHAT = ConversationId.telegram(-100777)
-OTHER_TOOLS = [name for name in BUILTIN_TOOL_NAMES if name != CONSULTATION_TOOL]
+# An agent without a task desk (these) offers no task tools (tests/unit/core/test_task_offers.py).
+CHAT_TOOLS = [name for name in BUILTIN_TOOL_NAMES if name not in TASK_TOOLS]
+OTHER_TOOLS = [name for name in CHAT_TOOLS if name != CONSULTATION_TOOL]
 # Quotes, braces and a line break: the final round must quote the request exactly as given.
 REQUEST = 'Plan my "trip" to Kazan {3 days}\nwith a budget of 500 €'
 # What the model passes to `start_consultation`: kept verbatim, line break included.
@@ -150,7 +152,7 @@ async def test_a_turn_is_stored_before_the_answer_goes_out(
     [request] = model.requests
     assert request.system.startswith(SYSTEM)
     assert request.last == {"role": "user", "content": "Ann: Hi there"}  # a group chat
-    assert request.tool_names == list(BUILTIN_TOOL_NAMES)
+    assert request.tool_names == CHAT_TOOLS
     assert (request.tool_choice, request.options) == (None, CallOptions())  # a plain call
 
 
@@ -263,7 +265,7 @@ async def test_a_consultation_of_three_rounds(
     after = await agent.respond(said("thanks!"), RecordingSink())
     request = model.requests[-1]
     assert "Round" not in request.system and "final round" not in request.system
-    assert request.tool_names == list(BUILTIN_TOOL_NAMES)
+    assert request.tool_names == CHAT_TOOLS
     assert after.plan is None
     assert await state(repo) == finished(3, 3)
     assert [text for role, text in await stored(repo) if role == "assistant"] == [

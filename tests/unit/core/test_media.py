@@ -20,7 +20,7 @@ from membot.llm.errors import LLMUnavailable
 from membot.media.errors import BrokenFile, NoTextLayer, NotThatKind, UnsupportedType
 from membot.usage.ledger import day_key
 from membot.wiring import Core, build_core
-from tests.fakes import FakeLLM, media_files
+from tests.fakes import FakeLLM, media_files, without_now
 from tests.fakes.openai_media import Transcription
 
 CHAT = ConversationId.telegram(501)
@@ -66,7 +66,14 @@ async def say(core: Core, text: str, *uploads: Upload, cid: ConversationId = CHA
 
 
 def user_content(body: dict[str, Any]) -> Any:
-    return body["messages"][-1]["content"]
+    """The new message as the model got it, without the chat's time before it."""
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return without_now(content)
+    return [
+        {**part, "text": without_now(part["text"])} if part.get("type") == "text" else part
+        for part in content
+    ]
 
 
 def image_urls(body: dict[str, Any]) -> list[str]:

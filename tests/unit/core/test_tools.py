@@ -51,6 +51,10 @@ def test_subset_keeps_order_and_rejects_unknown_names() -> None:
         "current_datetime",
         "calculate",
         "start_consultation",
+        "schedule_task",
+        "list_tasks",
+        "cancel_task",
+        "set_timezone",
     )
     # config checks TOOLS against the names alone (membot.tool_names): the same list.
     assert tuple(builtin.names()) == BUILTIN_TOOL_NAMES

@@ -332,6 +332,19 @@ async def test_a_summary_for_a_conversation_reset_to_nothing_is_dropped(
 # -- conversation state ------------------------------------------------------------------------
 
 
+async def test_a_chats_own_settings_are_kept(repository: ChatRepository) -> None:
+    cid = tg(6)
+    own = ConversationState(
+        language="de", model="test/other", persona="Be brief.", timezone="Europe/Berlin"
+    )
+    await repository.set_state(cid, own)
+    assert (await repository.get_meta(cid)).state == own
+    await repository.append(cid, [user("q"), bot("a")])  # a turn that does not change it
+    assert (await repository.get_meta(cid)).state.timezone == "Europe/Berlin"
+    assert ConversationState.from_dict(own.to_dict()) == own
+    assert "timezone" not in ConversationState().to_dict()  # None: TIMEZONE, not stored
+
+
 async def test_state_is_written_with_its_turn_and_read_back(repository: ChatRepository) -> None:
     session = SessionConfig(
         model="test/other",

@@ -11,6 +11,7 @@ from membot.bot.handlers import (
     errors,
     files,
     other,
+    tasks,
     voice,
 )
 
@@ -20,6 +21,7 @@ def build_routers() -> list[Router]:
         commands.build_router(),
         consult.build_router(),
         chat_settings.build_router(),
+        tasks.build_router(),
         chat.build_router(),
         edits.build_router(),
         voice.build_router(),

@@ -81,6 +81,28 @@ class Texts:
     USAGE_COST_UNKNOWN: str
     USAGE_COST_PARTIAL: str  # {cost}, {unpriced}
 
+    # /timezone. {zone}: an IANA name; {now}: the time there (shown as a date_time entity).
+    TIMEZONE_IS: str  # {zone}, {now}
+    TIMEZONE_SET: str  # {zone}, {now}
+    TIMEZONE_BAD: str  # {zone}
+
+    # /tasks: the chat's reminders and scheduled tasks, each with a Cancel button.
+    NO_TASKS: str
+    TASKS_HEADER: str  # {count}
+    TASKS_MORE: str  # {more}: tasks past what one message shows
+    TASK_ONCE: str
+    REPEAT_HOURLY: str
+    REPEAT_DAILY: str
+    REPEAT_WEEKLY: str
+    REPEAT_MONTHLY: str
+    REPEAT_YEARLY: str
+    REPEAT_RULE: str  # {rule}: an RRULE not said in a word
+    TASK_SET_BY: str  # {name}: in groups
+    TASK_CANCEL_BUTTON: str  # {n}: the task's number in the list
+    TASK_CANCELLED: str  # {text}
+    TASK_GONE: str
+    TASK_NOT_YOURS: str
+
     # Files users send (voice, photos, documents): what went wrong, one line each.
     FILE_TOO_BIG: str  # {limit_mb}
     FILE_UNSUPPORTED: str

@@ -21,6 +21,10 @@ EN = Texts(
         "/model [id] - this chat's model: see it, or choose another\n"
         "/persona [text | reset] - this chat's own instructions for me\n"
         "/usage - what you (and this chat) have used today and this month\n"
+        '/tasks - the reminders and tasks set in this chat (ask me: "remind me tomorrow '
+        'at 9 to call the bank")\n'
+        "/timezone [zone] - this chat's time zone: see it, or set it (e.g. "
+        "/timezone Europe/Berlin)\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
         "Voice messages, photos and documents (PDF, text, code) work too.\n"
@@ -113,6 +117,33 @@ EN = Texts(
     USAGE_COST_PARTIAL=(
         "{cost}, plus {unpriced} call(s) of unknown cost (the provider reported no price)"
     ),
+    TIMEZONE_IS=(
+        "This chat's time zone: {zone}. It is {now} there. Change it with /timezone <zone>, "
+        "e.g. /timezone Europe/Berlin."
+    ),
+    TIMEZONE_SET="Done: this chat's time zone is now {zone}. It is {now} there.",
+    TIMEZONE_BAD=(
+        'I don\'t know the time zone "{zone}". Use an IANA name such as Europe/Berlin, '
+        "America/New_York, Asia/Tokyo or UTC."
+    ),
+    NO_TASKS=(
+        'There are no tasks in this chat. Ask me for one, e.g. "remind me tomorrow at 9 '
+        'to call the bank" or "every Monday at 8 tell me the weather in Lisbon".'
+    ),
+    TASKS_HEADER="Tasks in this chat ({count}):",
+    TASKS_MORE="…and {more} more.",
+    TASK_ONCE="once",
+    REPEAT_HOURLY="every hour",
+    REPEAT_DAILY="every day",
+    REPEAT_WEEKLY="every week",
+    REPEAT_MONTHLY="every month",
+    REPEAT_YEARLY="every year",
+    REPEAT_RULE="repeats: {rule}",
+    TASK_SET_BY="set by {name}",
+    TASK_CANCEL_BUTTON="✕ Cancel {n}",
+    TASK_CANCELLED="Cancelled: {text}",
+    TASK_GONE="This task is no longer scheduled.",
+    TASK_NOT_YOURS="Only the task's author or an administrator can cancel it.",
     FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
     FILE_UNSUPPORTED=(
         "I can't read this kind of file. I read PDFs with text, text files (plain text, "
@@ -161,6 +192,8 @@ EN = Texts(
         ("model", "The model this chat uses"),
         ("persona", "This chat's own instructions for me"),
         ("usage", "What you have used today and this month"),
+        ("tasks", "Reminders and tasks in this chat"),
+        ("timezone", "This chat's time zone"),
         ("reset", "Forget this chat"),
     ),
 )

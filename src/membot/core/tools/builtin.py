@@ -1,4 +1,5 @@
 """The tools membot ships with. Each is a typed async function; the docstring is its manual.
+The task tools are tasks.py's, registered here after the others.
 
 TOOLS (a setting) picks which of them the model gets; their names are in membot.tool_names.
 """
@@ -13,6 +14,7 @@ from pydantic import Field
 
 from membot.core.tools.calc import evaluate, format_number
 from membot.core.tools.context import TurnContext
+from membot.core.tools.tasks import task_tools
 from membot.llm.tools.registry import ToolError, ToolRegistry
 from membot.search import format_excerpts
 from membot.search.period import BadPeriod, parse_period
@@ -159,3 +161,7 @@ async def start_consultation(
         raise ToolError("a consultation cannot be started now")
     # Kept as the model wrote it: the final round quotes the initial request verbatim.
     return ctx.consultation.start(request.strip(), rounds)
+
+
+for _tool in task_tools:
+    builtin.add(_tool)

@@ -11,6 +11,7 @@ from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 
 if TYPE_CHECKING:
     from membot.core.facts import FactsDraft
+    from membot.core.tools.book import TaskBook
     from membot.ids import ConversationId
     from membot.memory.contract.repository import ChatRepository
     from membot.search import HistorySearch
@@ -37,6 +38,9 @@ class TurnContext(ToolContext):
     consultation: ConsultationSwitch | None = None
     # The turn's pending changes to the facts (applied with the turn); None: write at once.
     facts: FactsDraft | None = None
+    # The chat's tasks (reminders, scheduled tasks); None where they are not offered: outside
+    # Telegram, or with TASKS off.
+    tasks: TaskBook | None = None
 
     @property
     def label(self) -> str:

@@ -1,5 +1,5 @@
-"""Where a conversation stands (chat, or a consultation and its round; its language, model
-and persona) and what an HTTP API session's first request fixed. Stored with the turn that
+"""Where a conversation stands (chat, or a consultation and its round; its language, model,
+persona and time zone) and what an HTTP API session's first request fixed. Stored with the turn that
 changes it (memory/contract/repository.py `append`), in every backend alike."""
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ class ConversationState:
     # The chat's own model (/model) and system prompt (/persona); None: the defaults.
     model: str | None = None
     persona: str | None = None
+    # The chat's time zone (an IANA name: /timezone, or the model's set_timezone); None: the
+    # TIMEZONE setting. Tasks are read and shown in it (membot.schedule).
+    timezone: str | None = None
 
     @property
     def consulting(self) -> bool:
@@ -116,6 +119,8 @@ class ConversationState:
             data["model"] = self.model
         if self.persona is not None:
             data["persona"] = self.persona
+        if self.timezone is not None:
+            data["timezone"] = self.timezone
         return data
 
     @classmethod
@@ -135,4 +140,5 @@ class ConversationState:
             language=opt_str(data.get("language")),
             model=opt_str(data.get("model")),
             persona=opt_str(data.get("persona")),
+            timezone=opt_str(data.get("timezone")),
         )
