@@ -14,22 +14,19 @@ import logging
 
 from aiogram import Bot
 from aiogram.utils.chat_action import ChatActionSender
-from aiogram.utils.formatting import DateTime, Text
 
 from membot.bot import texts
 from membot.bot.refusals import over_limit
 from membot.bot.sinks import Target, TelegramSink
+from membot.bot.times import with_time
 from membot.core.service import ConversationService
 from membot.core.timed import Due, TaskTurns
 from membot.llm.errors import LLMError, LLMRateLimited
 from membot.schedule.models import Firing
-from membot.schedule.rules import BadSchedule, zone_named
+from membot.schedule.show import chat_zone
 from membot.usage import OverLimit
 
 log = logging.getLogger(__name__)
-
-# How a `date_time` entity shows a task's time: the weekday, the date, the time.
-DATE_TIME_FORMAT = "wDt"
 
 
 class TaskDoor:
@@ -45,13 +42,9 @@ class TaskDoor:
         task = due.task
         if due.dropped:
             words = await self._words(due)
-            before, _, after = words.TASK_DROPPED.partition("{when}")
-            note = Text(
-                before.format(text=task.text),
-                # Each reader sees it in their own zone and locale (Bot API 9.5).
-                DateTime(_said(due), unix_time=task.due, date_time_format=DATE_TIME_FORMAT),
-                after.format(text=task.text),
-            )
+            # When it was due, as each reader's app shows a time (Bot API 9.5).
+            zone = chat_zone(task.zone, "UTC")
+            note = with_time(words.TASK_DROPPED, task.due, zone, text=task.text)
             await self.bot.send_message(
                 task.chat, message_thread_id=task.thread, **note.as_kwargs()
             )
@@ -93,12 +86,3 @@ class TaskDoor:
 
     async def _say(self, due: Due, text: str) -> None:
         await self.bot.send_message(due.task.chat, text, message_thread_id=due.task.thread)
-
-
-def _said(due: Due) -> str:
-    """When the task was due, on its zone's clock, as the note says it."""
-    try:
-        local = due.task.due.astimezone(zone_named(due.task.zone))
-    except BadSchedule:
-        local = due.task.due
-    return f"{local:%Y-%m-%d %H:%M} ({due.task.zone})"

@@ -16,6 +16,7 @@ The turn's answer is stored with its question marked by the firing (`Message.tas
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +28,7 @@ from membot.ids import ConversationId
 from membot.memory.contract.repository import ChatRepository
 from membot.schedule.models import Firing, Task
 from membot.schedule.rules import BadSchedule, next_time, zone_named
+from membot.schedule.show import chat_zone, local_time
 from membot.schedule.store import TaskStore
 
 log = logging.getLogger(__name__)
@@ -74,7 +76,8 @@ class TaskTurns:
             log.debug("task %s: cancelled or run already; nothing to do", firing.task)
             return None
         now = self.clock()
-        following = self.following(task, now)
+        # A sparse rule may take a moment of CPU to walk: not in the event loop.
+        following = await asyncio.to_thread(self.following, task, now)
         if await self.ran(firing):
             log.info("task %s: its turn was stored before a restart; moved on", firing.task)
             await self.store.advance(task.chat, task.id, task.due, following)
@@ -84,7 +87,8 @@ class TaskTurns:
             await self.store.advance(task.chat, task.id, task.due, following)
             return None
         late = max(now - task.due, timedelta(0))
-        due = Due(task, firing, now, late, following, self._incoming(task, firing, now, late))
+        incoming = self._incoming(task, firing, now, late, following)
+        due = Due(task, firing, now, late, following, incoming)
         if late.total_seconds() > self.settings.grace:
             log.warning("task %s dropped: %d s late (TASKS_GRACE)", task.id, late.total_seconds())
             await self.finish(due)
@@ -112,10 +116,17 @@ class TaskTurns:
         stored = await self.repository.tail(ConversationId.telegram(firing.chat), RAN_WINDOW)
         return any(m.task == firing.key for m in stored if m.role == "user")
 
-    def _incoming(self, task: Task, firing: Firing, now: datetime, late: timedelta) -> Incoming:
+    def _incoming(
+        self,
+        task: Task,
+        firing: Firing,
+        now: datetime,
+        late: timedelta,
+        following: datetime | None,
+    ) -> Incoming:
         return Incoming(
             conversation=ConversationId.telegram(task.chat),
-            text=task_message(task, now, late, self.following(task, now)),
+            text=task_message(task, now, late, following),
             user_id=task.author,
             name=task.name,
             group=task.chat < 0,
@@ -127,11 +138,11 @@ class TaskTurns:
 def task_message(task: Task, now: datetime, late: timedelta, following: datetime | None) -> str:
     """What the model is given for a due task: the task in the user's words, when it was set
     and due, that it is now, and what to do with it. Stored as the turn's question."""
-    zone = task.zone
-    when = _local(task.due, task.zone)
+    zone = chat_zone(task.zone, "UTC")
+    when = local_time(task.due, zone)
     lines = [
-        f"[Scheduled task, set {_local(task.created, task.zone)}, due {when} ({zone}); "
-        f"it is now {_local(now, task.zone)}"
+        f"[Scheduled task, set {local_time(task.created, zone)}, due {when}; "
+        f"it is now {local_time(now, zone)}"
         + (f", late by {_span(late)} (membot was not running)" if late >= _LATE else "")
         + "]",
         f"Task: {task.text}",
@@ -139,7 +150,7 @@ def task_message(task: Task, now: datetime, late: timedelta, following: datetime
         "remind them; a question: ask it; something to find out: find it out and tell them). "
         "Do not schedule it again"
         + (
-            f": it repeats by itself ({task.repeat}), next on {_local(following, task.zone)}."
+            f": it repeats by itself ({task.repeat}), next on {local_time(following, zone)}."
             if following is not None
             else "."
         ),
@@ -150,14 +161,6 @@ def task_message(task: Task, now: datetime, late: timedelta, following: datetime
 # Later than this, the model is told the task runs late (on time, its turn starts within a
 # second of its time).
 _LATE = timedelta(seconds=5)
-
-
-def _local(ts: datetime, zone: str) -> str:
-    try:
-        local = ts.astimezone(zone_named(zone))
-    except BadSchedule:
-        local = ts
-    return local.strftime("%a %d %b %Y %H:%M")
 
 
 def _span(delta: timedelta) -> str:

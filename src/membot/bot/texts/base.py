@@ -26,7 +26,7 @@ class Texts:
     LLM_FAILED: str
     INTERNAL_ERROR: str
     # A due task that did not run: too late (membot was down), over a budget, the model failed.
-    TASK_DROPPED: str  # {text}, {when}
+    TASK_DROPPED: str  # {text}, {now}: the time it was due, a date_time entity
     TASK_NOT_RUN: str  # {text}, {reason}
 
     # Consultations. The round labels are Markdown: they follow the model's answer.

@@ -49,7 +49,7 @@ EN = Texts(
     LLM_FAILED="Sorry, I couldn't get an answer right now. Please try again.",
     INTERNAL_ERROR="Sorry, something went wrong on my side. Please try again.",
     TASK_DROPPED=(
-        "⏰ A scheduled task was dropped: it was due {when}, and I was not running then. "
+        "⏰ A scheduled task was dropped: it was due {now}, and I was not running then. "
         "The task: {text}"
     ),
     TASK_NOT_RUN="⏰ A scheduled task was not carried out. {reason} The task: {text}",

@@ -8,10 +8,12 @@ has TASKS_MAX_PER_CHAT tasks) is a ToolError saying which, and nothing is schedu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
@@ -75,16 +77,10 @@ async def schedule_task(
     now = book.clock()
     zone = book.zone
     try:
-        due, local = parse_when(when, zone, now)
-        rule = None
-        if repeat is not None and repeat.strip():
-            rule = check_repeat(repeat, local, zone, book.options.min_interval)
-            # The rule's own first time at or after `when` (a weekly rule on Mondays from a
-            # Tuesday starts next Monday), as its later times are worked out.
-            first = next_time(rule, local, zone, due - timedelta(milliseconds=1))
-            if first is None:
-                raise BadSchedule(f"the repeat rule {repeat!r} has no time after {when!r}")
-            due = first
+        # A sparse rule may take a second of CPU to check: not in the event loop.
+        due, local, rule = await asyncio.to_thread(
+            _times, when, repeat, zone, now, book.options.min_interval
+        )
     except BadSchedule as exc:
         raise ToolError(str(exc)) from None
     found = Task(
@@ -187,3 +183,20 @@ async def set_timezone(
     kept = book.set_zone(named)
     said = f"The chat's time zone is now {named.key}: it is {now_line(book.clock(), named)}."
     return said if kept else said + " (for this message only: it cannot be saved right now)"
+
+
+def _times(
+    when: str, repeat: str | None, zone: ZoneInfo, now: datetime, min_interval: float
+) -> tuple[datetime, datetime, str | None]:
+    """(its first time, UTC; `when` on the zone's wall clock; the rule as kept), or
+    BadSchedule."""
+    due, local = parse_when(when, zone, now)
+    if repeat is None or not repeat.strip():
+        return due, local, None
+    rule = check_repeat(repeat, local, zone, min_interval)
+    # The rule's own first time at or after `when` (a weekly rule on Mondays from a Tuesday
+    # starts next Monday), as its later times are worked out.
+    first = next_time(rule, local, zone, due - timedelta(milliseconds=1))
+    if first is None:
+        raise BadSchedule(f"the repeat rule {repeat!r} has no time after {when!r}")
+    return first, local, rule
