@@ -266,3 +266,55 @@ async def test_an_author_over_budget_gets_one_line_instead_of_the_tasks_turn(
         runs.close()
     assert "daily budget" in tg.messages_to(CHAT)[-1].text
     assert assistant.task_requests == [] and done_messages(tg) == []
+
+
+def buttons(sent: Any) -> list[dict[str, Any]]:
+    """The inline buttons under a message the bot sent, as Telegram got them."""
+    markup = sent.params.get("reply_markup")
+    markup = json.loads(markup) if isinstance(markup, str) else markup or {}
+    return [button for row in markup.get("inline_keyboard", []) for button in row]
+
+
+async def test_tasks_lists_them_cancel_stops_one_and_reset_removes_the_rest(
+    tg: FakeTelegram, llm: FakeLLM, data_dir: Path, tmp_path: Path
+) -> None:
+    assistant = Assistant(llm)
+    runs = Runs(tmp_path, env(tg, llm, data_dir, tasks_min_interval="1"))
+    bot = await runs.spawn("run")
+    try:
+        await runs.wait_started("run", 1)
+        when, _ = ahead(4)
+        repeat = "FREQ=SECONDLY;INTERVAL=2"
+        await set_task(runs, tg, assistant, "tick", when=when, task="tick", repeat=repeat)
+        listing = await said(runs, tg, "/tasks")
+        assert "tick" in listing.text
+        [cancel] = buttons(listing)
+        answered = len(tg.callback_answers)
+        tg.push_callback(CHAT, listing.message_id, cancel["callback_data"])
+        await runs.until("the press answered", lambda: len(tg.callback_answers) > answered)
+        pressed_at = time.monotonic()
+        assert "Cancelled: tick" in tg.callback_answers[-1].get("text", "")
+        # Once a task set after the cancel has fired, the cancelled one would have too.
+        when, _ = ahead(4)
+        await set_task(runs, tg, assistant, "marker", when=when, task="marker")
+        await runs.until(
+            "the marker", lambda: "DONE: marker" in [m.text for m in done_messages(tg)]
+        )
+        assert [m for m in done_messages(tg) if m.at > pressed_at and m.text == "DONE: tick"] == []
+        when, _ = ahead(60)
+        await set_task(runs, tg, assistant, "later", when=when, task="later")
+        await said(runs, tg, "/reset")
+        await said(runs, tg, "/tasks")
+        assert buttons(tg.messages_to(CHAT)[-1]) == []
+        assert "later" not in tg.messages_to(CHAT)[-1].text
+        await runs.stop(bot)
+    finally:
+        runs.close()
+
+
+async def said(runs: Runs, tg: FakeTelegram, text: str) -> Any:
+    """The user writes `text`; the bot's reply to it."""
+    before = len(tg.messages_to(CHAT))
+    tg.push_text(CHAT, text)
+    await runs.until(f"the reply to {text}", lambda: len(tg.messages_to(CHAT)) > before)
+    return tg.messages_to(CHAT)[before]
