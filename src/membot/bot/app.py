@@ -134,6 +134,7 @@ class MembotApp:
                 core.repository,
                 settings.tasks,
                 allowed=limits.allowed_user_ids,
+                clock=core.clock,
             ),
         )
 

@@ -101,7 +101,7 @@ def _due(settings: Settings, core: Core, intake: Intake, name: str) -> DueSource
         )
     # With a lease, it is renewed at least three times within its time to live.
     poll = min(1.0, settings.queue.claim_idle / 3) if lease is not None else 1.0
-    return DueSource(core.task_store, intake, lease=lease, poll=poll)
+    return DueSource(core.task_store, intake, clock=core.clock, lease=lease, poll=poll)
 
 
 def _stream(core: Core, queue: QueueSettings, name: str, *, takes: bool) -> tuple[Redis, Intake]:

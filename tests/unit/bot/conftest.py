@@ -17,6 +17,7 @@ from typing import Any, Unpack
 import pytest
 
 from membot.bot.app import MembotApp
+from membot.clock import Clock, utc_now
 from membot.config import Settings, load_settings
 from membot.memory import MemoryRepository
 from membot.wiring import Core, build_core
@@ -85,11 +86,13 @@ async def open_door(
 ) -> AsyncIterator[OpenDoor]:
     """`await open_door(**settings)`: the door with these settings (as `load_settings`
     takes them: models="a,b", allowed_user_ids="1"), closed at teardown; `passing` as
-    MembotApp takes it (the stream's workers give `transient`)."""
+    MembotApp takes it (the stream's workers give `transient`); `clock`, the core's."""
     opened: list[Door] = []
 
     async def open_(
-        passing: Callable[[BaseException], bool] | None = None, **overrides: Any
+        passing: Callable[[BaseException], bool] | None = None,
+        clock: Clock = utc_now,
+        **overrides: Any,
     ) -> Door:
         values: dict[str, Any] = {
             "telegram_bot_token": TOKEN,
@@ -105,7 +108,7 @@ async def open_door(
         }
         values.update(overrides)
         settings: Settings = load_settings(_env_file=None, **values)
-        core = build_core(settings, model=model, repository=repo)
+        core = build_core(settings, model=model, repository=repo, clock=clock)
         await core.start()
         app = (
             MembotApp(settings, core)

@@ -203,3 +203,30 @@ def test_firing_update_ids_are_negative_and_stable() -> None:
             id="abcd1234", chat=CHAT, text="x", due=due + timedelta(days=1), zone="UTC"
         ).firing.update_id
     )
+
+
+async def test_a_daily_task_keeps_its_local_time_across_a_daylight_saving_change(
+    open_door: OpenDoor,
+) -> None:
+    # 09:00 in Berlin on the Saturday before clocks go forward (CET, UTC+1), carried out on
+    # time: its next time is 09:00 on Sunday, now CEST (UTC+2), 23 hours later.
+    due = datetime(2026, 3, 28, 8, 0, tzinfo=UTC)
+    door = await open_door(clock=lambda: due + timedelta(seconds=1))
+    task = Task(
+        id=new_task_id(),
+        chat=CHAT,
+        text="water the plants",
+        due=due,
+        zone="Europe/Berlin",
+        author=USER,
+        repeat="FREQ=DAILY",
+        anchor="2026-03-28T09:00:00",
+    )
+    assert await door.core.task_store.add(task, 50)
+    door.model.script("Water the plants.")
+
+    assert await _fire(door, task) == ["Water the plants."]
+    [moved] = await door.core.task_store.tasks(CHAT)
+    assert moved.due == datetime(2026, 3, 29, 7, 0, tzinfo=UTC)
+    [request] = door.model.chat_requests
+    assert "2026-03-28 09:00 (Europe/Berlin)" in request.last["content"]
