@@ -5,8 +5,11 @@ without one they are in the chat's zone. A repeating task's rule is read by pyth
 from its anchor (the local date-time it was first set for). Rules of a day or longer repeat
 on the wall clock of the task's zone ("every day at 9" is at 9 before and after a
 daylight-saving change); rules in hours, minutes or seconds repeat in elapsed time (every
-2 hours is 2 hours apart across the change too). A local time a change skips (02:30 on the
-night clocks go forward) is refused for `when`, and moved past the gap for a repetition.
+2 hours is 2 hours apart across the change too), unless they name hours, days or any other
+part of the calendar (BYHOUR=9,13,17; BYDAY=MO): those are the zone's, so such a rule is
+walked on its wall clock too. A local time a change skips (02:30 on the night clocks go
+forward) is refused for `when`, and moved past the gap for a repetition (two times the gap
+makes one are one time).
 A rule's UNTIL is in UTC with "Z", else on the zone's wall clock, whichever clock it walks.
 
 Every refusal is a `BadSchedule` whose message is for the model to fix or explain."""
@@ -130,9 +133,11 @@ _UTC = ZoneInfo("UTC")
 
 def _frame(text: str, anchor: datetime, zone: ZoneInfo) -> tuple[datetime, ZoneInfo]:
     """Where the rule is walked from, and on which clock: sub-daily rules in UTC (elapsed
-    time), others on the zone's wall clock."""
+    time), others, and sub-daily ones with a BY part (its hours and days are the zone's),
+    on the zone's wall clock."""
     freq = _FREQ.search(text)
-    if freq is not None and freq.group(1).upper() in _SUB_DAILY_NAMES:
+    named = any(part.strip().upper().startswith("BY") for part in text.split(";"))
+    if freq is not None and freq.group(1).upper() in _SUB_DAILY_NAMES and not named:
         return local_to_utc(anchor, zone, strict=False).replace(tzinfo=None), _UTC
     return anchor, zone
 
@@ -176,7 +181,9 @@ def check_repeat(repeat: str, anchor: datetime, zone: ZoneInfo, min_interval: fl
         ) from None
     # Never the calendar's last year: a time in it may have no UTC equivalent.
     walked = takewhile(lambda t: t.year < MAXYEAR, probe)
-    times = [local_to_utc(t, frame, strict=False) for t in islice(walked, checked)]
+    # In UTC order, each instant once: two wall-clock times a spring change's gap moves onto
+    # one instant (02:00 and 03:00) fire once (`next_time`), and are not 0 seconds apart.
+    times = sorted({local_to_utc(t, frame, strict=False) for t in islice(walked, checked)})
     if not times:
         raise BadSchedule(f"the repeat rule {repeat!r} never happens")
     gaps = [b - a for a, b in pairwise(times)]

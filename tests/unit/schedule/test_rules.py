@@ -224,3 +224,40 @@ def test_zones_are_iana_names_only() -> None:
     for bad in ("Mars/Base", "", "../etc/passwd", "/etc/localtime", "Europe/../UTC"):
         with pytest.raises(BadSchedule, match="unknown time zone"):
             zone_named(bad)
+
+
+def test_the_hours_an_hourly_rule_names_are_the_chats_hours() -> None:
+    # "At 9, 13 and 17" in Berlin: BYHOUR is read on the chat's clock, as a daily rule's is
+    # (walked on UTC, it fired at 11, 15 and 19 in summer, and first at 11, not at 9).
+    due, anchor = parse_when("2026-06-01T09:00", BERLIN, NOW)
+    rule = check_repeat("FREQ=HOURLY;BYHOUR=9,13,17", anchor, BERLIN, MIN)
+    first = next_time(rule, anchor, BERLIN, due - timedelta(milliseconds=1))
+    assert first == due
+    times = [due]
+    for _ in range(4):
+        found = next_time(rule, anchor, BERLIN, times[-1])
+        assert found is not None
+        times.append(found)
+    shown = [local(t, "Europe/Berlin").strftime("%d %H:%M") for t in times]
+    assert shown == ["01 09:00", "01 13:00", "01 17:00", "02 09:00", "02 13:00"]
+    # Every 15 minutes on weekdays: a weekday in Berlin, not in UTC (Monday 00:30 Berlin is
+    # Sunday in UTC).
+    _, monday = parse_when("2026-06-01T00:30", BERLIN, NOW)
+    rule = check_repeat("FREQ=MINUTELY;INTERVAL=15;BYDAY=MO,TU,WE,TH,FR", monday, BERLIN, MIN)
+    sunday_late = datetime(2026, 5, 31, 22, 0, tzinfo=UTC)  # 00:00 on Monday in Berlin
+    found = next_time(rule, monday, BERLIN, sunday_late)
+    assert found is not None and local(found, "Europe/Berlin") == datetime(2026, 6, 1, 0, 30)
+
+
+def test_a_rule_whose_times_the_spring_change_folds_into_one_is_kept() -> None:
+    # At 1, 2 and 3 at night: on the night the clocks skip 2:00, that time is 3:00, once.
+    _, anchor = parse_when("2026-03-20T01:00", BERLIN, NOW)
+    rule = check_repeat("FREQ=DAILY;BYHOUR=1,2,3", anchor, BERLIN, MIN)
+    after = datetime(2026, 3, 28, 23, 0, tzinfo=UTC)  # 00:00 on the 29th in Berlin
+    times = [after]
+    for _ in range(3):
+        found = next_time(rule, anchor, BERLIN, times[-1])
+        assert found is not None
+        times.append(found)
+    shown = [local(t, "Europe/Berlin").strftime("%d %H:%M") for t in times[1:]]
+    assert shown == ["29 01:00", "29 03:00", "30 01:00"]
