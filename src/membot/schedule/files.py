@@ -163,7 +163,7 @@ class FileTaskStore:
 
     async def hold(self, task: Task, until: datetime) -> None:
         def held(_: None, tasks: list[Task]) -> None:
-            if any(t.id == task.id for t in tasks):
+            if any(t.id == task.id and t.due == task.due for t in tasks):
                 self._index.hold(task.chat, task.id, until)
 
         await self._change(task.chat, _read, then=held)

@@ -69,7 +69,8 @@ class InMemoryTaskStore:
         return sorted(found, key=lambda t: (t.due, t.id))[:limit]
 
     async def hold(self, task: Task, until: datetime) -> None:
-        if await self.get(task.chat, task.id) is not None:
+        stored = await self.get(task.chat, task.id)
+        if stored is not None and stored.due == task.due:
             held = self._held.get((task.chat, task.id))
             self._held[(task.chat, task.id)] = until if held is None else max(held, until)
 

@@ -9,9 +9,9 @@ Keys, under REDIS_PREFIX (default `membot:`):
 A task is in all three or in none: `add` (the count and the write), `advance` (comparing the
 stored due time, then moving or removing), `remove` and `clear` are each one Lua script,
 atomic for all the server's clients. `hold` moves only a later score onto a task still
-there (ZADD XX GT). Chat ids are ints and task ids our own (schedule/models.py), so a key is
-never made from what a user typed. redis-py's errors are StorageUnavailable to callers
-(membot/redis/errors.py).
+at the time held (ZADD XX GT, in a script comparing the due time). Chat ids are ints and
+task ids our own (schedule/models.py), so a key is never made from what a user typed.
+redis-py's errors are StorageUnavailable to callers (membot/redis/errors.py).
 """
 
 from __future__ import annotations
@@ -74,6 +74,15 @@ end
 return fields
 """
 
+# KEYS: the due set, the task's hash. ARGV: the member, the due time it must be at, the
+# hold's end (a score): only a later score, and only while the task is at that time.
+HOLD = """
+if redis.call('HGET', KEYS[2], 'due') ~= ARGV[2] then
+  return 0
+end
+return redis.call('ZADD', KEYS[1], 'XX', 'GT', ARGV[3], ARGV[1])
+"""
+
 # KEYS: the due set, the chat's set. ARGV: its tasks' key before the id, its members' before
 # the id. Returns how many tasks were dropped.
 CLEAR = """
@@ -107,6 +116,7 @@ class RedisTaskStore:
         self._advance = client.register_script(ADVANCE)
         self._remove = client.register_script(REMOVE)
         self._clear = client.register_script(CLEAR)
+        self._hold = client.register_script(HOLD)
 
     def task_key(self, chat: int, task_id: str) -> str:
         return f"{self.prefix}task:{int(chat)}:{task_id}"
@@ -188,8 +198,9 @@ class RedisTaskStore:
         return tasks
 
     async def hold(self, task: Task, until: datetime) -> None:
-        member = {f"{task.chat}:{task.id}": score(until)}
-        await call(self.client.zadd(self.due_key, member, xx=True, gt=True), "tasks")
+        keys = [self.due_key, self.task_key(task.chat, task.id)]
+        args: list[EncodableT] = [f"{task.chat}:{task.id}", iso(task.due), score(until)]
+        await call(self._hold(keys=keys, args=args), "tasks")
 
     async def next_time(self) -> datetime | None:
         first = await call(self.client.zrange(self.due_key, 0, 0, withscores=True), "tasks")

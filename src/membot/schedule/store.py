@@ -57,9 +57,11 @@ class TaskStore(Protocol):
         ...
 
     async def hold(self, task: Task, until: datetime) -> None:
-        """Its firing is in flight: `due` leaves the task out until `until` unless it is moved
-        first (a firing that got lost is put again then; its turn runs at most once). The
-        later of two holds wins, and a task gone or moved is never brought sooner."""
+        """Its firing (the task at `task.due`) is in flight: `due` leaves the task out until
+        `until` unless it is moved first (a firing that got lost is put again then; its turn
+        runs at most once). The later of two holds wins. Only a task still at `task.due` is
+        held: one gone or moved on (its turn may be over before the hold comes) is neither
+        brought sooner nor kept from its next time."""
         ...
 
     async def next_time(self) -> datetime | None:

@@ -247,6 +247,24 @@ async def test_a_held_task_is_left_out_until_its_hold_ends(store: TaskStore) -> 
     assert await store.next_time() is None
 
 
+async def test_a_hold_that_comes_after_the_turn_moved_the_task_does_not_delay_it(
+    store: TaskStore,
+) -> None:
+    # The clock puts a firing, then holds its task; the firing's turn may be over before
+    # the hold is written (a quick turn, a late task whose next time is minutes away). That
+    # hold is of the time carried out, not of the next: the task comes at its next time.
+    often = task(repeat="FREQ=MINUTELY;INTERVAL=2", anchor="2026-03-01T10:00:00")
+    await store.add(often, 50)
+    nxt = T0 + 2 * MINUTE
+    assert await store.advance(1, often.id, T0, nxt)
+    await store.hold(often, T0 + 5 * MINUTE)
+    assert await store.due(nxt, 10) == [often.moved(nxt)]
+    assert await store.next_time() == nxt
+    # Held at the time it is at, it is held.
+    await store.hold(often.moved(nxt), T0 + 5 * MINUTE)
+    assert await store.due(T0 + 4 * MINUTE, 10) == []
+
+
 async def test_chats_are_those_with_tasks(store: TaskStore) -> None:
     assert await store.chats() == []
     for chat in (5, -1001234567890, 3, 5):
