@@ -112,8 +112,12 @@ class Journal:
     async def put(self, batch: Sequence[Update]) -> None:
         """Journal what is worth keeping durably, then hand the batch to `take` (control
         updates to `control`, never journaled)."""
+        # A due task's firing is the clock's, not Telegram's: put again while still due (its
+        # turn failed), it is taken, and its turn checks whether it ran (core/timed.py).
         fresh = self._controls.split(
-            u for u in batch if int(u["update_id"]) not in self.journaled_before
+            u
+            for u in batch
+            if int(u["update_id"]) not in self.journaled_before or firing_of(u) is not None
         )
         lines: dict[int, bytes] = {}
         for update in fresh:

@@ -8,6 +8,8 @@ Each update also leaves a mark, `{REDIS_PREFIX}q:u:<update_id>`, for a day (as l
 keeps an update): "q" once queued, "d" once handled. The receiver adds an update only if it
 has no mark, in the same script, so Telegram's redelivery of an update already queued (a
 webhook answer that got lost, a poll repeated after a receiver crash) is not queued twice.
+A due task's firing is queued again once handled (the clock puts it again only while its
+task is still due at that time), never twice at once.
 A worker acknowledges an entry, marks it handled and deletes it in one script: the streams
 hold only updates still waiting or in hand.
 """
@@ -25,6 +27,7 @@ from redis.exceptions import ResponseError
 from membot.config import ConfigError
 from membot.intake.contract import Entry, chat_of
 from membot.redis.errors import unavailable
+from membot.schedule.models import TASK_UPDATE
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -38,8 +41,13 @@ HANDLED = "d"
 # How long an update's mark is kept: Telegram keeps an undelivered update for 24 hours.
 MARK_TTL_MS = 86_400_000
 
+# ARGV[5] '1': a due task's firing (intake/due.py), refused only while it is queued. The clock
+# puts one again only while its task is still at that time (its turn failed for good and was
+# acknowledged); its turn checks the task and the archive itself (core/timed.py).
 _PUBLISH = """
-if redis.call('SET', KEYS[1], 'q', 'NX', 'PX', ARGV[1]) == false then return 0 end
+local mark = redis.call('GET', KEYS[1])
+if mark and not (ARGV[5] == '1' and mark == 'd') then return 0 end
+redis.call('SET', KEYS[1], 'q', 'PX', ARGV[1])
 redis.call('XADD', KEYS[2], '*', 'u', ARGV[2], 'c', ARGV[3], 'd', ARGV[4])
 return 1
 """
@@ -163,7 +171,8 @@ class UpdateStream:
         chat = chat_of(update)
         data = raw if raw is not None else json.dumps(update, separators=(",", ":"))
         keys = [self.mark_key(update_id), self.key(self.shard_of(chat, update_id))]
-        added = await self._publish(keys=keys, args=[MARK_TTL_MS, update_id, chat, data])
+        again = "1" if TASK_UPDATE in update else "0"
+        added = await self._publish(keys=keys, args=[MARK_TTL_MS, update_id, chat, data, again])
         return bool(added)
 
     async def read_held(

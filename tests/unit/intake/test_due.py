@@ -104,3 +104,25 @@ async def test_a_task_keeps_its_place_among_its_chats_updates() -> None:
     while lanes.tasks:
         await asyncio.gather(*lanes.tasks.values())
     assert ran == [10, 12, -7, 11, 13]
+
+
+async def test_a_firing_replayed_after_a_crash_is_put_again_if_its_turn_failed(
+    tmp_path: Path,
+) -> None:
+    # The crashed run journaled the firing; the next one replays it, and its turn fails for
+    # a passing reason (the journal forgets a failed update). Still due after its hold, the
+    # task is put again: the journal must not take it for Telegram's redelivery of an update
+    # the crashed run had (it is the clock's, and its turn checks whether it ran).
+    store = InMemoryTaskStore()
+    await store.add(_task("aaaa1111", T0), 50)
+    await DueSource(store, Journal(tmp_path, commands=COMMANDS)).tick(T0)
+    journal = Journal(tmp_path, commands=COMMANDS, repository=FileRepository(tmp_path))
+    await journal.start()
+    [replayed] = await _taken(journal)
+    await journal.done(replayed)  # its turn failed: not run, the task not moved
+
+    due = DueSource(store, journal, refire=300)
+    assert await due.tick(T0 + timedelta(seconds=300)) == 1
+    [again] = await _taken(journal)
+    firing = firing_of(json.loads(again.data))
+    assert firing is not None and (firing.task, firing.due) == ("aaaa1111", T0)

@@ -13,6 +13,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 
 import pytest
 from redis.asyncio import Redis
@@ -28,6 +29,7 @@ from membot.intake.shards import ShardLeases, assign
 from membot.intake.stream import QueueMismatch, UpdateStream
 from membot.memory.inmemory import MemoryRepository
 from membot.redis.client import create_client
+from membot.schedule.models import Task
 from tests.redis_proxy import CuttingProxy
 from tests.unit.conftest import REDIS_URL
 
@@ -183,6 +185,31 @@ async def test_an_update_is_queued_once_even_when_it_comes_again(
     assert await stream.handled(10)
     assert not await stream.publish(text_update(10, 1))  # handled: still not again
     assert sum([await client.xlen(stream.key(s)) for s in range(SHARDS)]) == 0
+
+
+async def test_a_due_tasks_firing_is_queued_again_once_handled_but_never_twice_at_once(
+    client: Redis, prefix: str
+) -> None:
+    # The clock puts a firing again only while its task is still due at that time: its turn
+    # failed for good (the runner acknowledged it) without moving the task. Marked handled,
+    # it must be queued again, or the task waits a day (the mark's life) and is dropped as
+    # too late; while it is queued, it is not queued twice.
+    due = datetime(2026, 3, 28, 8, 0, tzinfo=UTC)
+    firing = Task(id="aaaa1111", chat=7, text="x", due=due, zone="UTC").firing.update()
+    stream = UpdateStream(client, prefix, SHARDS)
+    await stream.prepare()
+    assert await stream.publish(firing)
+    assert not await stream.publish(firing)  # queued: once
+    leases = ShardLeases(client, prefix, "w", ttl=5)
+    for shard in range(SHARDS):
+        assert await leases.hold(shard)
+    held = [(shard, leases.lease_key(shard)) for shard in range(SHARDS)]
+    [entry], _ = await stream.read_held("w", held, 10, "t1")
+    await stream.ack(entry)
+    assert await stream.publish(firing)
+    [again], _ = await stream.read_held("w", held, 10, "t2")
+    assert again.update_id == entry.update_id < 0
+    assert not await stream.handled(again.update_id)  # its turn is not skipped by the fence
 
 
 async def test_only_the_holder_of_a_shard_reads_from_it(client: Redis, prefix: str) -> None:
