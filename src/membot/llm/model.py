@@ -30,6 +30,17 @@ class LLMResponse:
     model: str = ""
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    # The pages the answer drew on (a web search's `url_citation` annotations), in order,
+    # each once.
+    sources: tuple[Source, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A page an answer drew on: the provider's `url_citation` annotation."""
+
+    url: str
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
