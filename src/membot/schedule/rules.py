@@ -62,9 +62,9 @@ def local_to_utc(local: datetime, zone: ZoneInfo, *, strict: bool) -> datetime:
 
 
 def parse_when(when: str, zone: ZoneInfo, now: datetime) -> tuple[datetime, datetime]:
-    """(the time in UTC, the same time on the zone's wall clock, without a zone). Refused:
-    text that is not an ISO 8601 date-time, a date without a time, a time that does not
-    exist in the zone, a time not after `now`."""
+    """(the time in UTC, the same time on the zone's wall clock, without a zone), in whole
+    seconds. Refused: text that is not an ISO 8601 date-time, a date without a time, a time
+    that does not exist in the zone, a time not after `now`."""
     text = when.strip() if isinstance(when, str) else ""
     try:
         parsed = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
@@ -81,7 +81,9 @@ def parse_when(when: str, zone: ZoneInfo, now: datetime) -> tuple[datetime, date
     else:
         utc = parsed.astimezone(UTC)
         local = utc.astimezone(zone).replace(tzinfo=None)
-    utc = utc.replace(microsecond=utc.microsecond // 1000 * 1000)
+    # Whole seconds, as a rule's times are (dateutil drops a start's fraction): 09:00:00.5
+    # repeating daily is 09:00 from today, not from tomorrow.
+    utc, local = utc.replace(microsecond=0), local.replace(microsecond=0)
     if utc <= now:
         said = now.astimezone(zone).isoformat(timespec="seconds")
         raise BadSchedule(f"{when!r} is in the past: it is {said} now in {zone.key}")

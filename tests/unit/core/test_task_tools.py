@@ -117,6 +117,25 @@ async def test_an_absolute_time_and_a_repeating_task(store: InMemoryTaskStore) -
     )
 
 
+async def test_a_repeating_task_with_a_fraction_of_a_second_starts_at_its_when(
+    store: InMemoryTaskStore,
+) -> None:
+    # A rule's times are whole seconds: 09:00:00.5 is 09:00 today, not tomorrow's 09:00.
+    book = book_for(store)
+    result = json.loads(
+        await call(
+            book,
+            "schedule_task",
+            when="2026-03-15T09:00:00.500",
+            task="weather",
+            repeat="FREQ=DAILY",
+        )
+    )
+    assert result["next_utc"] == "2026-03-15T09:00:00.000Z"
+    [task] = await store.tasks(7)
+    assert task.due == datetime(2026, 3, 15, 9, 0, tzinfo=UTC)
+
+
 async def test_a_weekly_rule_starts_at_its_own_first_time(store: InMemoryTaskStore) -> None:
     # From Sunday the 15th, a rule on Mondays and Thursdays first runs on Monday the 16th.
     book = book_for(store)
