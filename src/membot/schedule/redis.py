@@ -148,8 +148,8 @@ class RedisTaskStore:
         return tasks
 
     async def _read(self, which: list[tuple[int, str]]) -> tuple[list[Task], list[str]]:
-        """The tasks, soonest first (one gone meanwhile left out), and the members of those
-        there that do not read."""
+        """The tasks, soonest first, and the members of those gone (removed meanwhile, or
+        their hash lost alone: evicted, deleted by hand) or that do not read."""
         if not which:
             return [], []
         async with self.client.pipeline(transaction=False) as pipe:
@@ -162,7 +162,7 @@ class RedisTaskStore:
             task = _task(chat, fields)
             if task is not None:
                 tasks.append(task)
-            elif fields:
+            else:
                 broken.append(f"{chat}:{task_id}")
         return sorted(tasks, key=lambda t: (t.due, t.id)), broken
 
@@ -193,7 +193,8 @@ class RedisTaskStore:
         which = [_member(m) for m in cast(list[str], members)]
         tasks, broken = await self._read([w for w in which if w is not None])
         if broken:
-            # Out of the due set, or it would be due forever (the hash stays, to be looked at).
+            # Out of the due set, or it would be due forever (a hash that does not read stays,
+            # to be looked at; one removed meanwhile took its member with it).
             await call(self.client.zrem(self.due_key, *broken), "tasks")
         return tasks
 

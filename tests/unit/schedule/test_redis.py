@@ -80,6 +80,17 @@ async def test_a_task_that_does_not_read_is_said_and_not_fired_again_and_again(
     assert await store.clear(-5) == 1
 
 
+async def test_a_member_whose_task_is_gone_is_not_due_forever(store: RedisTaskStore) -> None:
+    # A hash lost on its own (evicted under maxmemory, deleted by hand) left its member in
+    # the due set: next_time stayed in the past and the clock looked again at once, forever.
+    lost, fine = task(), task(chat=3, at=T0 + timedelta(minutes=1))
+    await store.add(lost, 50)
+    await store.add(fine, 50)
+    await store.client.delete(store.task_key(-5, lost.id))
+    assert await store.due(T0 + timedelta(hours=1), 10) == [fine]
+    assert await store.next_time() == fine.due
+
+
 async def test_redis_not_answering_is_storage_unavailable() -> None:
     with socket.socket() as unheard:  # bound, not listening: the connection is refused
         unheard.bind(("127.0.0.1", 0))
