@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from aiogram import Bot
+from aiogram.exceptions import TelegramForbiddenError, TelegramNotFound
 from aiogram.utils.chat_action import ChatActionSender
 
 from membot.bot import texts
@@ -72,6 +73,17 @@ class TaskDoor:
             words = await self._words(due)
             reason = words.LLM_BUSY if isinstance(exc, LLMRateLimited) else words.LLM_FAILED
             await self._say(due, words.TASK_NOT_RUN.format(reason=reason, text=task.text))
+            return
+        except (TelegramForbiddenError, TelegramNotFound) as exc:
+            # The bot was blocked, kicked or the chat is gone: none of its tasks can reach it
+            # any more, and each would still cost its author a model call every time.
+            dropped = await self.turns.store.clear(task.chat)
+            log.warning(
+                "chat %s: the bot cannot write there (%s); its %d task(s) removed",
+                task.chat,
+                type(exc).__name__,
+                dropped,
+            )
             return
         except Exception:
             # Stored but not sent (Telegram failed): the outbox sends it; the task moves on.

@@ -250,8 +250,11 @@ class Agent:
         # A new API session's own settings: what its first turn starts from and keeps.
         given = opts.state if meta.messages_total == 0 else None
         start = given or meta.state
+        # A due task's turn is beside the conversation: it answers no consultation round,
+        # starts none, and its words (ours) tell nothing of the chat's language.
+        aside = incoming.task is not None
         next_round = None
-        if opts.start is None:  # else a new consultation starts below (TurnPlan.consult)
+        if opts.start is None and not aside:  # else a consultation starts below (consult)
             request = await initial_request_of(self.repository, incoming.conversation, start)
             next_round = RoundPlan.next_for(start, finish=opts.finish, request=request)
         plan = TurnPlan(
@@ -263,12 +266,14 @@ class Agent:
             # conversation's own, and kept.
             keep=not meta.degraded or opts.start is not None or given is not None,
             unsaved=given is not None,
-            offer=opts.consult_tool and self.registry.get(CONSULTATION_TOOL) is not None,
+            offer=opts.consult_tool
+            and not aside
+            and self.registry.get(CONSULTATION_TOOL) is not None,
         )
         # The conversation's language, once per conversation: detected from the first user
         # message long enough to tell, then kept with the turn and never detected again.
         # /finish's text is the bot's own words, not the user's: it tells nothing.
-        if start.language is None and not opts.finish and not meta.degraded:
+        if start.language is None and not opts.finish and not aside and not meta.degraded:
             language = await detect_in_thread(self.detect, incoming.conversation, incoming.text)
             if language is not None:
                 plan.learn_language(language)

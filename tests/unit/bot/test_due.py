@@ -13,6 +13,7 @@ from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.llm.errors import LLMUnavailable
 from membot.memory.contract.models import Message
+from membot.memory.contract.state import ConversationState
 from membot.schedule.models import Task, new_task_id
 from tests.unit.bot.conftest import Door, OpenDoor
 
@@ -230,3 +231,45 @@ async def test_a_daily_task_keeps_its_local_time_across_a_daylight_saving_change
     assert moved.due == datetime(2026, 3, 29, 7, 0, tzinfo=UTC)
     [request] = door.model.chat_requests
     assert "2026-03-28 09:00 (Europe/Berlin)" in request.last["content"]
+
+
+async def test_a_task_during_a_consultation_answers_no_round_and_leaves_it_going(
+    door: Door,
+) -> None:
+    cid = ConversationId.telegram(CHAT)
+    consulting = ConversationState(
+        mode="consultation", round=1, max_rounds=3, initial_request="plan a trip", language="en"
+    )
+    await door.repository.set_state(cid, consulting)
+    task = _task()
+    assert await door.core.task_store.add(task, 50)
+    door.model.script("Call the bank.")
+
+    assert await _fire(door, task) == ["Call the bank."]  # no "Round 2 of 3" label
+    [request] = door.model.chat_requests
+    assert "start_consultation" not in request.tool_names
+    state = (await door.repository.get_meta(cid)).state
+    assert (state.mode, state.round, state.max_rounds) == ("consultation", 1, 3)
+
+
+async def test_a_tasks_words_do_not_set_the_chats_language(door: Door) -> None:
+    task = _task()
+    assert await door.core.task_store.add(task, 50)
+    door.model.script("Call the bank.")
+
+    await _fire(door, task)
+    meta = await door.repository.get_meta(ConversationId.telegram(CHAT))
+    assert meta.state.language is None
+
+
+async def test_a_chat_that_blocked_the_bot_loses_its_tasks(door: Door) -> None:
+    task = _task(repeat="FREQ=DAILY")
+    later = _task(late=-timedelta(days=2))
+    assert await door.core.task_store.add(task, 50)
+    assert await door.core.task_store.add(later, 50)
+    door.model.script("Call the bank.")
+    door.tg.fail_next("sendMessage", 403, "Forbidden: bot was blocked by the user", chat_id=CHAT)
+
+    assert await _fire(door, task) == []
+    # Each would cost its author a model call and reach nobody: they are gone.
+    assert await door.core.task_store.tasks(CHAT) == []
