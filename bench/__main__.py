@@ -38,6 +38,7 @@ SECTIONS = (
     "media",
     "stream",
     "cache",
+    "tasks",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]
