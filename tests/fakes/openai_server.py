@@ -73,6 +73,9 @@ class Reply:
     model: str | None = None
     # A streamed answer's pacing (None: the server's `pacing`); a plain call ignores it.
     pacing: Pacing | None = None
+    # Pages the answer cites, (url, title) each: OpenRouter's `url_citation` annotations in
+    # the message (plain) or spread over the deltas of its text (streamed).
+    sources: list[tuple[str, str]] | None = None
 
     def __post_init__(self) -> None:
         # Fail in the test that wrote the script, not later as an opaque HTTP 500.
@@ -215,6 +218,34 @@ def server_tool_type(tool: Any) -> str | None:
     return kind if isinstance(kind, str) and kind.startswith("openrouter:") else None
 
 
+def offers_web_search(body: dict[str, Any]) -> bool:
+    """Whether a request lets the model search the web: OpenRouter's server tool, or the
+    older `web` plugin."""
+    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    plugins = body.get("plugins") if isinstance(body.get("plugins"), list) else []
+    return any(server_tool_type(t) == "openrouter:web_search" for t in tools) or any(
+        isinstance(p, dict) and p.get("id") == "web" for p in plugins
+    )
+
+
+def url_citations(sources: list[tuple[str, str]], content: str) -> list[dict[str, Any]]:
+    """OpenRouter's annotations for `sources`: each a `url_citation` with the page's url,
+    title and an excerpt, citing the whole answer."""
+    return [
+        {
+            "type": "url_citation",
+            "url_citation": {
+                "url": url,
+                "title": title,
+                "content": f"An excerpt of {title or url}.",
+                "start_index": 0,
+                "end_index": len(content),
+            },
+        }
+        for url, title in sources
+    ]
+
+
 def _phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -262,6 +293,9 @@ class FakeLLM(MediaEndpoints, LocalServer):
         self.chat_requests: list[dict[str, Any]] = []
         self.summary_requests: list[dict[str, Any]] = []
         self.errors: list[str] = []  # 4xx answers produced by validation / auth
+        # Cited by the default answer to a request that offers web search (the server tool
+        # or the plugin), as a Reply's `sources`; a request without it gets none.
+        self.search_sources: list[tuple[str, str]] | None = None
         # Streamed answers (stream: true): how they are paced unless a Reply says otherwise,
         # how many were requested, and how many ended because the client went away.
         self.pacing = Pacing()
@@ -332,7 +366,8 @@ class FakeLLM(MediaEndpoints, LocalServer):
             return Reply(content=f"SUMMARY #{ordinal}: {last[:60]}", delay=self.latency)
         user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
         text = without_now(content_text(user.get("content"))) if user else ""
-        return Reply(content=f"ANSWER: {text}", delay=self.latency)
+        sources = self.search_sources if offers_web_search(body) else None
+        return Reply(content=f"ANSWER: {text}", delay=self.latency, sources=sources)
 
     # ---- waiting ---------------------------------------------------------------------------
 
@@ -489,6 +524,8 @@ class FakeLLM(MediaEndpoints, LocalServer):
         tool_calls = [self._tool_call(call, n, k) for k, call in enumerate(reply.tool_calls or [])]
         if tool_calls:
             message["tool_calls"] = tool_calls
+        if reply.sources:
+            message["annotations"] = url_citations(reply.sources, reply.content or "")
         prompt_chars = sum(
             len(content_text(m.get("content"))) + len(json.dumps(m.get("tool_calls") or ""))
             for m in body.get("messages") or []

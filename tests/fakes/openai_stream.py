@@ -1,6 +1,8 @@
 """The fake LLM's streamed answers: a completion (the very JSON a plain call would get) sent
 as OpenAI's `chat.completion.chunk` server-sent events, with the usage in one last chunk
-(`stream_options.include_usage`), then `data: [DONE]`.
+(`stream_options.include_usage`), then `data: [DONE]`. The message's annotations (a web
+search's `url_citation`s) ride in the deltas of its text, spread from the first to the last
+piece, as OpenRouter may send them in any chunk.
 
 Pacing is simulated model latency, not synchronisation: `first_delay` before the first
 piece, `delay` between pieces. A client that goes away mid-stream is noticed (the write
@@ -29,8 +31,9 @@ class Pacing:
 
 
 def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[dict[str, Any]]:
-    """The completion as chunks: the role, the text in pieces, each tool call (id and name,
-    then its arguments in pieces), the finish reason; the usage alone in the last one."""
+    """The completion as chunks: the role, the text in pieces (the annotations spread over
+    them), each tool call (id and name, then its arguments in pieces), the finish reason
+    (with the annotations an answer without text has); the usage alone in the last one."""
     choice = completion["choices"][0]
     message = choice["message"]
     base = {k: completion[k] for k in ("id", "created", "model")}
@@ -41,8 +44,17 @@ def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[d
 
     yield chunk({"role": "assistant", "content": ""})
     text = message.get("content") or ""
-    for start in range(0, len(text), chars):
-        yield chunk({"content": text[start : start + chars]})
+    starts = range(0, len(text), chars)
+    annotations = list(message.get("annotations") or ())
+    riding: dict[int, list[dict[str, Any]]] = {}  # piece number -> the annotations it carries
+    for k, annotation in enumerate(annotations if starts else ()):
+        at = k * (len(starts) - 1) // max(len(annotations) - 1, 1)
+        riding.setdefault(at, []).append(annotation)
+    for n, start in enumerate(starts):
+        delta: dict[str, Any] = {"content": text[start : start + chars]}
+        if n in riding:
+            delta["annotations"] = riding[n]
+        yield chunk(delta)
     for index, call in enumerate(message.get("tool_calls") or ()):
         head = {"index": index, "id": call["id"], "type": call["type"]}
         yield chunk({"tool_calls": [{**head, "function": {"name": call["function"]["name"]}}]})
@@ -50,7 +62,9 @@ def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[d
         for start in range(0, len(arguments), chars):
             piece = {"index": index, "function": {"arguments": arguments[start : start + chars]}}
             yield chunk({"tool_calls": [piece]})
-    yield chunk({}, choice["finish_reason"])
+    yield chunk(
+        {"annotations": annotations} if annotations and not starts else {}, choice["finish_reason"]
+    )
     if usage:
         yield {**base, "choices": [], "usage": completion["usage"]}
 

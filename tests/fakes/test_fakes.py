@@ -604,6 +604,38 @@ async def test_reply_reports_another_model(llm: FakeLLM, client: openai.AsyncOpe
     assert echoed.model == "openrouter/auto"
 
 
+async def test_sources_are_url_citations_plain_and_spread_over_a_stream(
+    llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    pages = [("https://a.example/", "A"), ("https://b.example/", "B"), ("https://c.example/", "")]
+    text = "An answer long enough to be streamed in several pieces."
+    llm.script(Reply(content=text, sources=pages), Reply(content=text, sources=pages))
+    plain = await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    annotations = plain.choices[0].message.annotations or []
+    cited = [(a.type, a.url_citation.url, a.url_citation.title) for a in annotations]
+    assert cited == [("url_citation", url, title) for url, title in pages]
+    assert annotations[0].url_citation.end_index == len(text)
+    stream = await client.chat.completions.create(model=MODEL, messages=[user("x")], stream=True)
+    carrying = []  # the chunks with annotations, and which
+    async for chunk in stream:
+        extra = chunk.choices[0].delta.model_extra if chunk.choices else None
+        if extra and extra.get("annotations"):
+            carrying.append([a["url_citation"]["url"] for a in extra["annotations"]])
+    assert carrying == [[url] for url, _ in pages]  # each in a chunk of its own
+
+
+async def test_search_sources_answer_a_request_that_offers_web_search(
+    llm: FakeLLM, client: openai.AsyncOpenAI
+) -> None:
+    llm.search_sources = [("https://a.example/", "A")]
+    search = await client.chat.completions.create(
+        model=MODEL, messages=[user("x")], extra_body={"plugins": [{"id": "web"}]}
+    )
+    plain = await client.chat.completions.create(model=MODEL, messages=[user("x")])
+    assert len(search.choices[0].message.annotations or []) == 1
+    assert not plain.choices[0].message.annotations
+
+
 # ---- files: getFile and downloads ------------------------------------------------------------
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Any, TypeVar
 
+import httpx2
 import openai
-from openai import AsyncOpenAI, AsyncStream, DefaultAioHttpClient
+from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.types.chat import ChatCompletion
 
 from membot.llm.errors import (
@@ -19,13 +21,14 @@ from membot.llm.errors import (
     LLMUnavailable,
 )
 from membot.llm.model import LLMResponse, ModelRequest, StreamItem, StreamNotes
-from membot.llm.streaming import Assembler
+from membot.llm.streaming import Assembler, pieces
 from membot.llm.wire import (
     WEB_PLUGIN,
     WEB_SEARCH_TOOL,
     WireRequest,
     provider_reason,
     refused,
+    sources_of,
     usage_of,
 )
 
@@ -34,8 +37,6 @@ __all__ = ["WEB_PLUGIN", "WEB_SEARCH_TOOL", "OpenAIChatModel"]
 log = logging.getLogger(__name__)
 
 _Reply = TypeVar("_Reply")
-# Chunks as plain JSON (llm/streaming.py says why).
-_Chunks = AsyncStream[object]
 # Statuses with which a provider refuses a request for carrying a tool type it does not know.
 _SERVER_TOOL_REFUSALS = frozenset({400, 404, 422})
 
@@ -91,17 +92,17 @@ class OpenAIChatModel:
             self._log_failure(purpose, model, started, "no choices")
             raise LLMUnavailable("the provider returned no choices")
         choice = completion.choices[0]
-        tool_calls = tuple(
-            tc.model_dump(exclude_none=True) for tc in choice.message.tool_calls or ()
-        )
+        message = choice.message
+        tool_calls = tuple(tc.model_dump(exclude_none=True) for tc in message.tool_calls or ())
         response = LLMResponse(
-            content=choice.message.content or "",
+            content=message.content or "",
             tool_calls=tool_calls,
             # OpenRouter reports the model that answered (a router such as openrouter/auto
             # resolves to a concrete one); that is the one worth logging.
             model=completion.model or model,
             finish_reason=choice.finish_reason,
             usage=usage_of(completion.usage),
+            sources=sources_of(a.to_dict() for a in message.annotations or ()),
         )
         self._log_ok(purpose, response, started)
         return response
@@ -121,14 +122,13 @@ class OpenAIChatModel:
         first: float | None = None
         finished = False
         try:
-            chunks = await self._post_with_fallback(WireRequest(model, request), self._open_stream)
-            async with chunks:  # closed however the loop ends
-                async for chunk in chunks:
-                    piece = assembled.add(chunk)
-                    if piece:
-                        if first is None:
-                            first = time.perf_counter() - started
-                        yield piece
+            opened = await self._post_with_fallback(WireRequest(model, request), self._open_stream)
+            # Closed however the loop ends, and with it the response.
+            async with aclosing(pieces(opened, assembled)) as written:
+                async for piece in written:
+                    if first is None:
+                        first = time.perf_counter() - started
+                    yield piece
             finished = True
         except openai.OpenAIError as exc:
             finished = True
@@ -195,15 +195,13 @@ class OpenAIChatModel:
         # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
         return await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
-    async def _open_stream(self, body: dict[str, Any]) -> _Chunks:
+    async def _open_stream(self, body: dict[str, Any]) -> httpx2.Response:
         # The usage comes in one last chunk, and only when asked for.
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        # The raw response, its body not read yet: sent, retried and refused (an error
+        # status) by the client as a plain call is; llm/streaming.py reads it.
         return await self._client.post(
-            "/chat/completions",
-            body=streamed,
-            cast_to=ChatCompletion,
-            stream=True,
-            stream_cls=_Chunks,
+            "/chat/completions", body=streamed, cast_to=httpx2.Response, stream=True
         )
 
     def _failure(

@@ -1,9 +1,11 @@
 """What goes on the wire to the provider and what comes back besides the text: the request
-body (OpenRouter's JSON), a call's usage and cost, the provider's own words in an error.
-Shared by the plain and the streamed call (llm/client.py, llm/streaming.py)."""
+body (OpenRouter's JSON), a call's usage and cost, the sources an answer cites, the
+provider's own words in an error. Shared by the plain and the streamed call (llm/client.py,
+llm/streaming.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -13,7 +15,7 @@ import openai
 from openai.types import CompletionUsage
 
 from membot.llm.cache import for_wire
-from membot.llm.model import ModelRequest, Usage
+from membot.llm.model import ModelRequest, Source, Usage
 
 #: OpenRouter's server-side web search, run by OpenRouter within the one completion.
 WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
@@ -66,6 +68,27 @@ def usage_of(usage: CompletionUsage | None) -> Usage:
         cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
         cost=_cost(getattr(usage, "cost", None)),
     )
+
+
+def sources_of(annotations: Iterable[object]) -> tuple[Source, ...]:
+    """The pages an answer cites: its `url_citation` annotations (OpenRouter's shape:
+    `{"type": "url_citation", "url_citation": {"url", "title", "content", "start_index",
+    "end_index"}}`), each URL once, in the order first cited; a title a later citation of
+    the same URL gives fills one the first lacked."""
+    found: dict[str, Source] = {}
+    for annotation in annotations:
+        if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+            continue
+        citation = annotation.get("url_citation")
+        url = citation.get("url") if isinstance(citation, dict) else None
+        if not isinstance(url, str) or not url.strip():
+            continue
+        url = url.strip()
+        title = citation.get("title") if isinstance(citation, dict) else None
+        title = " ".join(title.split()) if isinstance(title, str) else ""
+        if url not in found or (title and not found[url].title):
+            found[url] = Source(url=url, title=title)
+    return tuple(found.values())
 
 
 def _cost(value: object) -> Decimal | None:
