@@ -85,9 +85,7 @@ class DueSource:
         if not due:
             return 0
         await self.intake.put([task.firing.update() for task in due])
-        until = now + self.refire
-        for task in due:
-            await self.store.hold(task, until)
+        await self.store.hold_all(due, now + self.refire)
         self.fired += len(due)
         log.info("tasks: %d due task(s) put in their chats' queues", len(due))
         return len(due)

@@ -75,7 +75,8 @@ def build_telegram(
             feed,
             turns=core.service,
             repository=core.repository,
-            concurrency=settings.queue.worker_concurrency if stream else None,
+            # Journal or stream: a burst (a thousand tasks due at once) waits its turn.
+            concurrency=settings.queue.worker_concurrency,
             stops=core.service.stops.stop,
         )
     # Where answers are sent (not `receive`): those stored and never sent go out at start.

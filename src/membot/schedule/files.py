@@ -168,6 +168,25 @@ class FileTaskStore:
 
         await self._change(task.chat, _read, then=held)
 
+    async def hold_all(self, tasks: Sequence[Task], until: datetime) -> None:
+        """One worker thread reads every chat's file, under the chats' locks (taken in order:
+        nothing else takes two), instead of a thread hop per task."""
+        by_chat: dict[int, list[Task]] = {}
+        for task in tasks:
+            by_chat.setdefault(task.chat, []).append(task)
+        chats = sorted(by_chat)
+        async with contextlib.AsyncExitStack() as held:
+            for chat in chats:
+                await held.enter_async_context(self._locks(chat))
+            stored = await asyncio.to_thread(
+                lambda: [read_tasks(self.path(c), c)[0] for c in chats]
+            )
+            for chat, now in zip(chats, stored, strict=True):
+                at = {(t.id, t.due) for t in now}
+                for task in by_chat[chat]:
+                    if (task.id, task.due) in at:
+                        self._index.hold(chat, task.id, until)
+
     async def next_time(self) -> datetime | None:
         return self._index.next_time()
 

@@ -74,6 +74,10 @@ class InMemoryTaskStore:
             held = self._held.get((task.chat, task.id))
             self._held[(task.chat, task.id)] = until if held is None else max(held, until)
 
+    async def hold_all(self, tasks: Sequence[Task], until: datetime) -> None:
+        for task in tasks:
+            await self.hold(task, until)
+
     async def next_time(self) -> datetime | None:
         times = [self._look_at(t) for chat in self._tasks.values() for t in chat.values()]
         return min(times, default=None)

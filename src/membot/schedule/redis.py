@@ -203,6 +203,17 @@ class RedisTaskStore:
         args: list[EncodableT] = [f"{task.chat}:{task.id}", iso(task.due), score(until)]
         await call(self._hold(keys=keys, args=args), "tasks")
 
+    async def hold_all(self, tasks: Sequence[Task], until: datetime) -> None:
+        """One round trip: the scripts in a pipeline."""
+        if not tasks:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for task in tasks:
+            keys = [self.due_key, self.task_key(task.chat, task.id)]
+            args: list[EncodableT] = [f"{task.chat}:{task.id}", iso(task.due), score(until)]
+            await self._hold(keys=keys, args=args, client=pipe)
+        await call(pipe.execute(), "tasks")
+
     async def next_time(self) -> datetime | None:
         first = await call(self.client.zrange(self.due_key, 0, 0, withscores=True), "tasks")
         found = cast(list[tuple[str, float]], first)

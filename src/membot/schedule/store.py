@@ -64,6 +64,10 @@ class TaskStore(Protocol):
         brought sooner nor kept from its next time."""
         ...
 
+    async def hold_all(self, tasks: Sequence[Task], until: datetime) -> None:
+        """`hold` for each of these tasks, in one go (the clock holds a whole batch)."""
+        ...
+
     async def next_time(self) -> datetime | None:
         """The earliest time `due` may find something, None when there is no task."""
         ...

@@ -265,6 +265,23 @@ async def test_a_hold_that_comes_after_the_turn_moved_the_task_does_not_delay_it
     assert await store.due(T0 + 4 * MINUTE, 10) == []
 
 
+async def test_a_batch_is_held_in_one_go_and_only_tasks_still_at_their_time(
+    store: TaskStore,
+) -> None:
+    # The clock holds a whole batch of firings at once (a thousand tasks due together).
+    a, b, c = task(), task(chat=2), task(chat=2, at=T0 + SECOND)
+    for t in (a, b, c):
+        await store.add(t, 50)
+    assert await store.advance(2, c.id, c.due, T0 + 2 * MINUTE)  # its turn ran meanwhile
+    await store.hold_all([a, b, c], T0 + 5 * MINUTE)
+    assert await store.due(T0 + 4 * MINUTE, 10) == [c.moved(T0 + 2 * MINUTE)]
+    later = await store.due(T0 + 5 * MINUTE, 10)
+    assert sorted(later, key=lambda t: t.id) == sorted(
+        [a, b, c.moved(T0 + 2 * MINUTE)], key=lambda t: t.id
+    )
+    await store.hold_all([], T0)
+
+
 async def test_chats_are_those_with_tasks(store: TaskStore) -> None:
     assert await store.chats() == []
     for chat in (5, -1001234567890, 3, 5):
