@@ -71,6 +71,7 @@ async def test_answers_a_message_and_remembers_it(
         "language",
         "model",
         "persona",
+        "search",
         "usage",
         "tasks",
         "timezone",

@@ -13,6 +13,7 @@ from membot.bot import texts
 from membot.core.steps import GAVE_UP
 from membot.ids import ConversationId
 from membot.llm.tools import hermes
+from membot.llm.wire import WEB_SEARCH_TOOL
 from membot.memory.contract.models import Message
 from membot.memory.files import FileRepository
 from membot.tool_names import BUILTIN_TOOL_NAMES
@@ -53,6 +54,11 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
+def functions(request: dict[str, Any]) -> list[str]:
+    """The function tools a request declares (the web search, a server tool, aside)."""
+    return [t["function"]["name"] for t in request.get("tools") or [] if "function" in t]
+
+
 def all_sent_text(tg: FakeTelegram, chat_id: int = CHAT) -> str:
     return "\n".join(m.text for m in tg.messages_to(chat_id))
 
@@ -67,8 +73,8 @@ async def test_no_tool_needed_means_one_request_per_message(
     assert await ask(tg, "hi", 1) == ["ANSWER: hi"]
     assert await ask(tg, "and again", 1) == ["ANSWER: and again"]
     assert len(llm.requests) == 2
-    declared = [t["function"]["name"] for t in llm.requests[0]["tools"]]
-    assert declared == list(BUILTIN_TOOL_NAMES)
+    assert functions(llm.requests[0]) == list(BUILTIN_TOOL_NAMES)
+    assert llm.requests[0]["tools"][-1] == WEB_SEARCH_TOOL  # WEB_SEARCH, on by default
     assert "tool_choice" not in llm.requests[0]
 
 
@@ -250,9 +256,13 @@ async def test_search_history_finds_what_the_window_lost(
 async def test_tools_switched_off_sends_no_tools(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:
-    await start_bot(tools="")
+    first = await start_bot(tools="")
     await ask(tg, "hi", 1)
-    assert "tools" not in llm.requests[0]
+    assert llm.requests[0]["tools"] == [WEB_SEARCH_TOOL]  # only the provider's web search
+    await first.stop()
+    await start_bot(tools="", web_search=False)
+    await ask(tg, "hi again", 1)
+    assert "tools" not in llm.requests[1]
 
 
 # ---- hermes mode ----------------------------------------------------------------------
@@ -268,7 +278,7 @@ async def test_hermes_round_trip(
     )
     assert await ask(tg, "what is 6 times 7?", 2) == ["Sure, one sec.", "It is 42."]
     first, second = llm.chat_requests
-    assert "tools" not in first
+    assert first["tools"] == [WEB_SEARCH_TOOL]  # no function tools: they are in the prompt
     assert '"name": "calculate"' in system_prompt(first) and "<tool_call>" in system_prompt(first)
     # The model sees its own call and the result in the Hermes format.
     assert second["messages"][-2]["role"] == "assistant"
@@ -349,7 +359,7 @@ async def test_switching_tools_off_keeps_earlier_tool_use_readable(
     assert await ask(tg, "thanks", 1) == ["ANSWER: thanks"]
     request = llm.chat_requests[-1]
     # No tools declared, so no native tool messages either: the earlier call reads as text.
-    assert "tools" not in request
+    assert functions(request) == []
     assert all("tool_calls" not in m and m["role"] != "tool" for m in request["messages"])
     assert any('"content": "42"' in m["content"] for m in request["messages"])
 

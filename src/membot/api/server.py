@@ -30,6 +30,7 @@ from membot.api.models import (
     ChatRequest,
     ChatResponse,
     Health,
+    SourceLink,
     parse_chat_request,
 )
 from membot.api.openapi import build_document
@@ -70,7 +71,6 @@ class ApiServer:
             core.service,
             ttl=api.session_ttl,
             max_rounds=max_rounds,
-            web_search=llm.web_search,
             clock=clock,
             health=core.health,
             # As /model allows: MODELS and the default model; anything while MODELS is empty.
@@ -160,6 +160,7 @@ class ApiServer:
             round=reply.round,
             max_rounds=reply.max_rounds,
             session_id=reply.session_id,
+            sources=[SourceLink(url=s.url, title=s.title) for s in reply.sources],
         )
         return response.model_dump(mode="json")
 

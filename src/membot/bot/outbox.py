@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 
 from aiogram import Bot
 from aiogram.exceptions import (
@@ -31,7 +32,7 @@ from membot.bot.throttle import ON_WIRE
 from membot.core.service import ConversationService
 from membot.ids import TELEGRAM, ConversationId
 from membot.memory.contract.delivery import Delivery, DeliveryMark
-from membot.memory.contract.models import Message
+from membot.memory.contract.models import Message, Source
 from membot.memory.contract.repository import ChatRepository
 
 log = logging.getLogger(__name__)
@@ -51,15 +52,22 @@ class Outbox:
         self.repository = repository
 
     async def deliver(
-        self, cid: ConversationId, content: str, delivery: Delivery, *, first_seq: int, seq: int
+        self,
+        cid: ConversationId,
+        content: str,
+        delivery: Delivery,
+        *,
+        first_seq: int,
+        seq: int,
+        sources: Sequence[Source] = (),
     ) -> None:
-        """A turn's answer, just stored at `seq` (its turn from `first_seq`): older unsent
-        answers of the chat first. Raises what Telegram raised (the turn's failure, which the
-        user is told of if they can be): a refusal for good once the answer is given up,
-        anything else with it left to send again."""
+        """A turn's answer, just stored at `seq` (its turn from `first_seq`) with its
+        `sources`: older unsent answers of the chat first. Raises what Telegram raised (the
+        turn's failure, which the user is told of if they can be): a refusal for good once
+        the answer is given up, anything else with it left to send again."""
         if first_seq > 1:
             await self._earlier(cid, before=first_seq)
-        await self._send(cid, seq, content, delivery, sent=0, live=True)
+        await self._send(cid, seq, content, delivery, sources, sent=0, live=True)
 
     async def flush(self, cid: ConversationId) -> None:
         """Every answer of the chat not marked delivered, in order (the caller holds the
@@ -110,7 +118,9 @@ class Outbox:
                 cid.key,
             )
         sent = mark.sent(message.seq)
-        await self._send(cid, message.seq, message.content, message.delivery, sent=sent)
+        await self._send(
+            cid, message.seq, message.content, message.delivery, message.sources, sent=sent
+        )
 
     async def _send(
         self,
@@ -118,11 +128,19 @@ class Outbox:
         seq: int,
         content: str,
         delivery: Delivery,
+        sources: Sequence[Source],
         *,
         sent: int,
         live: bool = False,
     ) -> None:
-        parts = render(content + delivery.suffix, quote=delivery.quote)
+        # The same parts however often it is sent: a resend skips the ones Telegram took.
+        parts = render(
+            content,
+            quote=delivery.quote,
+            sources=sources,
+            sources_head=delivery.sources_head,
+            suffix=delivery.suffix,
+        )
         done = sent
 
         async def accepted(n: int) -> None:

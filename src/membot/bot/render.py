@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +11,9 @@ import telegramify_markdown
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import Message, MessageEntity, ReplyParameters
+
+from membot.bot.citations import Block, source_list, utf16_len
+from membot.memory.contract.models import Source
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +30,27 @@ class Part:
     entities: list[dict[str, Any]] = field(default_factory=list)
 
 
-def render(markdown: str, limit: int = TELEGRAM_LIMIT, *, quote: str = "") -> list[Part]:
-    """Convert the model's Markdown and split it into parts Telegram accepts. `quote` is
-    plain text shown first as a quotation (what the bot heard in a voice message)."""
-    text, ents = _convert(markdown)
+def render(
+    markdown: str,
+    limit: int = TELEGRAM_LIMIT,
+    *,
+    quote: str = "",
+    sources: Sequence[Source] = (),
+    sources_head: str = "",
+    suffix: str = "",
+) -> list[Part]:
+    """Convert the model's Markdown and split it into parts Telegram accepts, as one text
+    (a long answer with its sources is split like any long answer). `quote` is plain text
+    shown first as a quotation (what the bot heard in a voice message); `sources`, the
+    answer's, follow it as numbered links under `sources_head`; `suffix` (Markdown: the
+    labels after an answer) comes last."""
+    if sources:
+        text, ents = _convert(markdown)
+        text, ents = _joined((text, ents), source_list(sources, sources_head))
+        if suffix.strip():
+            text, ents = _joined((text, ents), _convert(suffix.strip()))
+    else:
+        text, ents = _convert(markdown + suffix)
     if quote:
         head = quote + "\n\n"
         shift = _utf16_offsets(head)[-1]
@@ -55,6 +75,26 @@ def _convert(markdown: str) -> tuple[str, list[dict[str, Any]]]:
     if not text.strip():
         text, ents = markdown, []
     return text, ents
+
+
+def _joined(first: Block, second: Block) -> Block:
+    """Two texts with their entities as one, a blank line apart (either may be empty)."""
+    text, ents = first
+    more, more_ents = second
+    kept = text.rstrip()
+    if not kept:
+        return more, more_ents
+    if not more.strip():
+        return first
+    end = utf16_len(kept)
+    clipped = [
+        {**e, "length": min(e["offset"] + e["length"], end) - e["offset"]}
+        for e in ents
+        if e["offset"] < end
+    ]
+    shift = end + 2
+    moved = [{**e, "offset": e["offset"] + shift} for e in more_ents]
+    return f"{kept}\n\n{more}", [*clipped, *moved]
 
 
 def _utf16_offsets(text: str) -> list[int]:

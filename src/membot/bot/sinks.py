@@ -60,13 +60,20 @@ class TelegramSink:
             # What the bot heard in a voice message comes first: the user sees it was heard.
             quote=shorten(result.heard, HEARD_CHARS) if result.heard else "",
             suffix=stopped_label(result) + round_label(result),
+            # The answer's sources are stored with it; the words above them, here.
+            sources_head=texts.get(result.state.language).SOURCES if result.sources else "",
         )
 
     async def answer(self, result: TurnResult) -> None:
         cid = ConversationId.telegram(self.target.chat_id)
         delivery = self.delivery(result)  # as stored with it
         await self.outbox.deliver(
-            cid, result.reply, delivery, first_seq=result.first_seq, seq=result.seq
+            cid,
+            result.reply,
+            delivery,
+            first_seq=result.first_seq,
+            seq=result.seq,
+            sources=result.sources,
         )
 
     async def _send(self, text: str, quote: str = "") -> None:

@@ -82,7 +82,8 @@ class Fields(EnvSettings):
     session_ttl: float = Field(default=3600.0, gt=0, le=365 * 86400)
     # The longest `message` an API request may carry, in characters (413 beyond it).
     api_max_message_chars: int = Field(default=100_000, ge=1, le=10_000_000)
-    web_search: bool = False
+    # The model may search the web in every turn (OpenRouter's web search); a chat may say no.
+    web_search: bool = True
     # Where conversations live: `files` under DATA_DIR (needs nothing), or `redis`.
     storage_backend: Storage = Field(default="files", validation_alias="storage")
     redis_url: RedisUrl = SecretStr("redis://127.0.0.1:6379/0")

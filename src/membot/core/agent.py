@@ -78,6 +78,7 @@ class Agent:
         models: tuple[str, ...] = (),
         media: MediaReader | None = None,
         task_desk: TaskDesk | None = None,
+        web_search: bool = False,
     ) -> None:
         self.model = model
         self.repository = repository
@@ -108,6 +109,8 @@ class Agent:
         self.models = frozenset(models)
         # Understands what users send besides text; None: uploads are refused.
         self.media = media
+        # WEB_SEARCH: offered in every turn whose state allows it; the model decides when.
+        self.web_search = web_search
 
     async def respond(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
@@ -120,14 +123,13 @@ class Agent:
         history = self.policy.window(ctx.meta.summarized_upto, ctx.history)
         plan = await self._plan(incoming, ctx.meta, opts)
         opening = plan.round
+        call = opts.call or CallOptions()
         chosen = plan.start.model
-        if (
-            chosen is not None
-            and (not self.models or chosen in self.models)
-            and (opts.call is None or opts.call.model is None)
-        ):
-            opts = replace(opts, call=replace(opts.call or CallOptions(), model=chosen))
-        model = opts.call.model if opts.call else None
+        if chosen is not None and call.model is None and (not self.models or chosen in self.models):
+            call = replace(call, model=chosen)
+        call = replace(call, web_search=self.web_search and plan.start.searches)
+        opts = replace(opts, call=call)
+        model = call.model
         seen = await self._understand(incoming, plan, model)
         if seen.heard and isinstance(sink, HearingSink):
             await sink.heard(seen.heard)  # shown while the model is still to write
@@ -199,6 +201,7 @@ class Agent:
             plan=plan.round,
             heard=seen.heard,
             stopped=stopped,
+            sources=produced[-1].sources,
         )
         if isinstance(sink, DeliveringSink):  # sent again by the next process if need be
             produced[-1] = replace(produced[-1], delivery=sink.delivery(result))

@@ -10,7 +10,7 @@ from typing import Any
 
 from membot.llm.cache import mark
 from membot.llm.model import ChatMessage
-from membot.memory.contract.models import Message
+from membot.memory.contract.models import Message, sources_text
 
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (older messages that are no longer shown; "
@@ -132,7 +132,8 @@ def to_chat_message(
     documents: Sequence[str] = (),
     now: str | None = None,
 ) -> ChatMessage:
-    """One stored message in the OpenAI chat format. A user message's attachments are text
+    """One stored message in the OpenAI chat format. An answer's sources follow it as a
+    numbered note (memory/contract/models.py `sources_text`). A user message's attachments are text
     markers before its words; `images` (image_url parts) and `documents` (their text, for
     the turn that brought them) are shown beside it; `now` (for the new message only: the
     time it is sent at) goes first (NOW_NOTE)."""
@@ -159,6 +160,9 @@ def to_chat_message(
     content = message.content
     if message.stopped:  # the model should know it was cut short, not that it said this much
         content = f"{content} {STOPPED_NOTE}" if content else STOPPED_NOTE
+    if message.sources:  # which links it gave: asked for one again, it can send it
+        note = sources_text(message.sources)
+        content = f"{content}\n\n{note}" if content else note
     out: dict[str, Any] = {"role": "assistant", "content": content}
     if message.tool_calls:
         out["tool_calls"] = [dict(tc) for tc in message.tool_calls]

@@ -211,7 +211,12 @@ class ConversationService:
         TIMEZONE setting. Like set_language, refused while the storage cannot be read."""
         return await self._set(cid, timezone=zone)
 
-    async def _set(self, cid: ConversationId, **changes: str | None) -> ConversationState:
+    async def set_search(self, cid: ConversationId, on: bool) -> ConversationState:
+        """Whether the model may search the web in this chat (/search); WEB_SEARCH decides
+        above it. Like set_language, refused while the storage cannot be read."""
+        return await self._set(cid, search_off=not on)
+
+    async def _set(self, cid: ConversationId, **changes: str | bool | None) -> ConversationState:
         meta = await self.repository.get_meta(cid)
         if meta.degraded:
             raise StorageUnavailable(f"{cid}: the conversation's state cannot be read now")

@@ -28,7 +28,7 @@ from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.contract.attachment import new_file_key
-from membot.memory.contract.models import ChatMeta
+from membot.memory.contract.models import ChatMeta, Source
 from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.contract.state import ConversationState, SessionConfig
 from membot.redis.health import ALWAYS_UP, Health
@@ -82,6 +82,7 @@ class SessionReply:
     round: int
     max_rounds: int
     complete: bool
+    sources: tuple[Source, ...] = ()  # the pages the answer cites (its web searches)
 
 
 class _Quiet:
@@ -102,7 +103,6 @@ class Sessions:
         *,
         ttl: float,
         max_rounds: int,
-        web_search: bool,
         clock: Clock = utc_now,
         health: Health = ALWAYS_UP,
         models: tuple[str, ...] = (),
@@ -113,7 +113,6 @@ class Sessions:
         self.health = health
         self.ttl = timedelta(seconds=ttl)
         self.max_rounds = max_rounds
-        self.web_search = web_search
         self.clock = clock
         # The models a session may use (MODELS and the default, as /model offers them);
         # empty: any model the provider has.
@@ -234,11 +233,9 @@ class Sessions:
         structured = config.output_format == "json" or config.output_schema is not None
         return TurnOptions(
             system_prompt=config.system_prompt,
-            call=CallOptions(
-                model=config.model,
-                max_tokens=config.max_tokens,
-                web_search=self.web_search and not config.disable_search,
-            ),
+            # Web search: WEB_SEARCH, unless the first request said disableSearch (the
+            # agent reads it from the session's state, ConversationState.searches).
+            call=CallOptions(model=config.model, max_tokens=config.max_tokens),
             output=OutputSpec(config.output_schema) if structured else None,
             state=state,
             files=files,
@@ -283,4 +280,5 @@ def _reply(sid: uuid.UUID, result: TurnResult) -> SessionReply:
         round=plan.round if plan else 1,
         max_rounds=plan.max_rounds if plan else 1,
         complete=result.complete,
+        sources=result.sources,
     )

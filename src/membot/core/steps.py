@@ -27,7 +27,7 @@ from membot.core.turn import StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, ModelRequest
 from membot.llm.tools.visible import VisibleText
-from membot.memory.contract.models import Message
+from membot.memory.contract.models import Message, Source
 
 if TYPE_CHECKING:
     from membot.core.offers import Offer
@@ -78,6 +78,8 @@ class ToolSteps:
         """Tool steps, then the answer. Returns what to store after the user message (the
         last item is the answer) and the last response."""
         produced: list[Message] = []
+        # The pages the model's web searches cited, over every step: the answer's sources.
+        cited = Cited()
         stop = sink.stop if isinstance(sink, StoppableSink) else None
         prompted = plan.round  # the consultation round `head` was made for
         head = prompt()
@@ -97,15 +99,16 @@ class ToolSteps:
             # An answer held to a format is checked (and maybe repaired) before it is shown.
             streamed = sink if isinstance(sink, StreamingSink) and output is None else None
             if stop is not None and stop.is_set():
-                return self._stopped(produced, "", request)
+                return self._stopped(produced, "", request, cited)
             if stop is not None and streamed is not None:
                 shown: list[str] = []
                 answered = await until_stopped(self._call(request, streamed, shown), stop)
                 if answered is None:
-                    return self._stopped(produced, "".join(shown), request)
+                    return self._stopped(produced, "".join(shown), request, cited)
                 response = answered
             else:
                 response = await self._call(request, streamed)
+            cited.add(response)
             text, calls = self.mode.parse(response)
             if not calls or self.tools is None or final:
                 if calls:
@@ -119,7 +122,8 @@ class ToolSteps:
                     text, response = await self._checked(
                         messages, text, response, output, call, offer.no_consult
                     )
-                produced.append(Message(role="assistant", content=text))
+                    cited.add(response)
+                produced.append(Message(role="assistant", content=text, sources=cited.sources))
                 return produced, response
             if text:
                 await _progress(tool_ctx.conversation, sink, text)
@@ -135,7 +139,7 @@ class ToolSteps:
                     plan.undo(before)
                     if text:
                         produced.append(Message(role="assistant", content=text))
-                    return self._stopped(produced, "", request)
+                    return self._stopped(produced, "", request, cited)
                 results = ran
             step = [
                 Message(
@@ -158,11 +162,14 @@ class ToolSteps:
         raise AssertionError("unreachable: the final step always returns")
 
     def _stopped(
-        self, produced: list[Message], text: str, request: ModelRequest
+        self, produced: list[Message], text: str, request: ModelRequest, cited: Cited
     ) -> tuple[list[Message], LLMResponse]:
-        """The user stopped the answer: what was written of it so far is the answer."""
+        """The user stopped the answer: what was written of it so far is the answer (with
+        the sources the steps before it cited)."""
         text = text.strip()
-        produced.append(Message(role="assistant", content=text, stopped=True))
+        produced.append(
+            Message(role="assistant", content=text, stopped=True, sources=cited.sources)
+        )
         model = request.model_or(self.model.model_name)
         return produced, LLMResponse(content=text, model=model, finish_reason="stopped")
 
@@ -214,11 +221,32 @@ class ToolSteps:
         # plain text now") would contradict the repair, so it gets the plain request there.
         final = self.mode.name != "hermes"
         request = self.mode.request(repair, registry, final=final)
-        response = await self.model.complete(request.with_options(call))
+        # Only the form is wrong: what the answer found stays, nothing is searched again.
+        again = replace(call, web_search=False) if call is not None else None
+        response = await self.model.complete(request.with_options(again))
         text, _ = self.mode.parse(response)
         if output.check(text) is not None:
             raise LLMInvalidOutput("the answer did not match the requested format")
         return output.clean(text), response
+
+
+class Cited:
+    """The sources a turn's model calls cited, in the order first cited, each page once."""
+
+    __slots__ = ("_by_url",)
+
+    def __init__(self) -> None:
+        self._by_url: dict[str, Source] = {}
+
+    def add(self, response: LLMResponse) -> None:
+        for source in response.sources:
+            known = self._by_url.get(source.url)
+            if known is None or (not known.title and source.title):  # a title if any gave one
+                self._by_url[source.url] = Source(source.url, source.title)
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        return tuple(self._by_url.values())
 
 
 async def _progress(cid: ConversationId, sink: ReplySink, text: str) -> None:

@@ -11,6 +11,7 @@ from membot.core.consult import RoundPlan
 from membot.core.media import Upload
 from membot.ids import ConversationId
 from membot.memory.contract.delivery import Delivery
+from membot.memory.contract.models import Source
 from membot.memory.contract.state import ConversationState
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ class TurnResult:
     # stored). Provisional while the storage is down (memory/outage/repository.py).
     first_seq: int = 0
     seq: int = 0
+    # The pages the answer cites (the model's web searches), stored with it: a front door
+    # shows them under it (Telegram's numbered links, the API's `sources`).
+    sources: tuple[Source, ...] = ()
 
     @property
     def complete(self) -> bool:

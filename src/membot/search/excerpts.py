@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from membot.memory.contract.models import SOURCES_HEAD
 from membot.search.hits import SearchHit
 from membot.search.period import utc
 from membot.search.store import best_between, messages_between, reading
@@ -97,7 +98,16 @@ def line_text(entry: SearchHit) -> str:
     when = entry.ts.strftime("%Y-%m-%d %H:%M")
     # A name's line breaks must not start a line of their own either.
     who = f"{entry.role} ({one_line(entry.name)})" if entry.name else entry.role
-    return f"[{when}] {who}: {one_line(entry.content)}"
+    return f"[{when}] {who}: {message_text(entry.content)}"
+
+
+def message_text(text: str) -> str:
+    """`one_line`, but a long answer is cut before its sources (sources_text), up to 2/3."""
+    answer, head, sources = text.rpartition(SOURCES_HEAD)
+    if not head or not sources.endswith("]"):
+        return one_line(text)
+    links = one_line(head + sources, MAX_LINE_CHARS * 2 // 3)
+    return f"{one_line(answer, max(MAX_LINE_CHARS - len(links) - 1, 1))} {links}".lstrip()
 
 
 def note_text(note: SearchHit) -> str:

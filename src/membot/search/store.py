@@ -93,7 +93,9 @@ def insert(
         # Tool results are the bot's plumbing, not the conversation; blank texts match nothing.
         said = [m for m in fresh if m.role != "tool" and m.content.strip()]
         before = tail(conn)
-        rows = [(m.seq, m, m.content) for m in said]
+        # An answer's sources are part of its text here: a page's title or address finds it,
+        # and a hit shows its links (excerpts.py keeps them when it cuts a long one).
+        rows = [(m.seq, m, m.with_sources()) for m in said]
         pieces = [
             (-(m.seq * CHUNK_IDS + n), m, piece)
             for m in fresh
@@ -103,7 +105,7 @@ def insert(
             "INSERT INTO messages (id, seq, ts, role, name, content) VALUES (?, ?, ?, ?, ?, ?)",
             [(i, m.seq, iso(m.ts), m.role, m.name, text) for i, m, text in rows + pieces],
         )
-        index_messages(conn, before, [Said(m.seq, m.name, m.content) for m in said])
+        index_messages(conn, before, [Said(seq, m.name, text) for seq, m, text in rows])
         # A chunk stands alone: a document's pages are not the conversation around it.
         conn.executemany(
             INSERT_TERMS,

@@ -90,6 +90,7 @@ def build_agent(
         max_rounds=conversation.max_rounds,
         models=settings.llm.model_choices,
         media=media,
+        web_search=settings.llm.web_search,
         # Telegram chats with TASKS on are offered the task tools (core/offers.py).
         task_desk=(
             TaskDesk(task_store, settings.tasks, settings.limits.admin_user_ids, clock)

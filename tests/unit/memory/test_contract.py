@@ -28,6 +28,7 @@ from membot.memory import (
 )
 from membot.memory.contract.attachment import Attachment, InvalidFileKey, new_file_key
 from membot.memory.contract.delivery import Delivery, DeliveryMark
+from membot.memory.contract.models import Source
 from membot.memory.files import repository as files_module
 from membot.memory.outage import ResilientRepository
 from membot.memory.redis import RedisRepository
@@ -335,14 +336,20 @@ async def test_a_summary_for_a_conversation_reset_to_nothing_is_dropped(
 async def test_a_chats_own_settings_are_kept(repository: ChatRepository) -> None:
     cid = tg(6)
     own = ConversationState(
-        language="de", model="test/other", persona="Be brief.", timezone="Europe/Berlin"
+        language="de",
+        model="test/other",
+        persona="Be brief.",
+        timezone="Europe/Berlin",
+        search_off=True,
     )
     await repository.set_state(cid, own)
     assert (await repository.get_meta(cid)).state == own
     await repository.append(cid, [user("q"), bot("a")])  # a turn that does not change it
-    assert (await repository.get_meta(cid)).state.timezone == "Europe/Berlin"
+    kept = (await repository.get_meta(cid)).state
+    assert (kept.timezone, kept.search_off, kept.searches) == ("Europe/Berlin", True, False)
     assert ConversationState.from_dict(own.to_dict()) == own
     assert "timezone" not in ConversationState().to_dict()  # None: TIMEZONE, not stored
+    assert "search_off" not in ConversationState().to_dict()  # the model may search
 
 
 async def test_state_is_written_with_its_turn_and_read_back(repository: ChatRepository) -> None:
@@ -459,6 +466,24 @@ async def test_attachments_round_trip_as_metadata(repository: ChatRepository) ->
     assert stored[1].attachments == ()
     streamed = [m.attachments async for m in repository.iter_messages(ONE)]
     assert streamed[0] == (photo, voice, doc)
+
+
+async def test_an_answers_sources_are_kept_with_it(repository: ChatRepository) -> None:
+    """The pages a web search found, with the answer that cites them, and the words its
+    delivery shows above them: the same from every read, so a resend shows the same links."""
+    sources = (Source("https://example.org/visit", "Hours – «Museum»"), Source("https://x.y/z"))
+    answer = Message(
+        role="assistant",
+        content="Open 10 to 18.",
+        sources=sources,
+        delivery=Delivery(sources_head="Sources:"),
+    )
+    await repository.append(ONE, [user("When is it open?"), answer])
+    [question, kept] = await repository.tail(ONE, 10)
+    assert (question.sources, kept.sources) == ((), sources)
+    assert kept.delivery == Delivery(sources_head="Sources:")
+    assert [m.sources async for m in repository.iter_messages(ONE)] == [(), sources]
+    assert (await repository.context(ONE, 10)).history[-1].sources == sources
 
 
 async def test_files_are_kept_per_conversation(repository: ChatRepository) -> None:

@@ -1,7 +1,8 @@
-"""/model, /persona and /usage: a chat's own model and system prompt, and what was spent.
+"""/model, /persona, /search and /usage: a chat's own model and system prompt, whether the
+model may search the web there, and what was spent.
 
-In private chats the user may change their chat's model and persona; in groups only the
-chat's administrators (asked from Telegram, cached for a minute) and ADMIN_USER_IDS may.
+In private chats the user may change their chat's model, persona and search; in groups only
+the chat's administrators (asked from Telegram, cached for a minute) and ADMIN_USER_IDS may.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def build_router() -> Router:
     router.message.register(model, Command("model"))
     router.callback_query.register(model_pressed, ModelChoice.filter(), Inline(F.message))
     router.message.register(persona, Command("persona"))
+    router.message.register(search, Command("search"))
     router.message.register(usage, Command("usage"))
     return router
 
@@ -201,6 +203,39 @@ async def persona(
         return
     await service.set_persona(cid, asked)
     await message.answer(words.PERSONA_SET.format(length=len(asked)))
+
+
+async def search(
+    message: Message,
+    command: CommandObject,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    service: ConversationService,
+    llm: LlmSettings,
+    admins: ChatAdmins,
+) -> None:
+    asked = (command.args or "").strip().lower()
+    if not asked:
+        if not llm.web_search:
+            await message.answer(words.SEARCH_BY_OPERATOR)
+        else:
+            await message.answer(words.SEARCH_OFF if state.search_off else words.SEARCH_ON)
+        return
+    if asked not in ("on", "off"):
+        await message.answer(words.SEARCH_USAGE)
+        return
+    user = message.from_user
+    if not await admins.may_change(bot, message.chat, user.id if user else None):
+        await message.answer(words.ADMINS_ONLY)
+        return
+    # The chat's choice is kept either way: it applies once the operator allows search.
+    await service.set_search(cid, asked == "on")
+    if asked == "on":
+        await message.answer(words.SEARCH_SET_ON if llm.web_search else words.SEARCH_BY_OPERATOR)
+    else:
+        await message.answer(words.SEARCH_SET_OFF)
 
 
 async def usage(

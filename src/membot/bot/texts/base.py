@@ -81,6 +81,16 @@ class Texts:
     USAGE_COST_UNKNOWN: str
     USAGE_COST_PARTIAL: str  # {cost}, {unpriced}
 
+    # /search: whether the model may search the web in this chat; SOURCES heads the links
+    # under an answer that cites pages.
+    SEARCH_ON: str
+    SEARCH_OFF: str
+    SEARCH_SET_ON: str
+    SEARCH_SET_OFF: str
+    SEARCH_BY_OPERATOR: str  # WEB_SEARCH=false: no chat can turn it on
+    SEARCH_USAGE: str
+    SOURCES: str
+
     # /timezone. {zone}: an IANA name; {now}: the time there (shown as a date_time entity).
     TIMEZONE_IS: str  # {zone}, {now}
     TIMEZONE_SET: str  # {zone}, {now}

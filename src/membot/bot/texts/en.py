@@ -20,6 +20,8 @@ EN = Texts(
         "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
         "/model [id] - this chat's model: see it, or choose another\n"
         "/persona [text | reset] - this chat's own instructions for me\n"
+        "/search [on | off] - whether I may search the web in this chat (I list the pages "
+        "I used under my answer)\n"
         "/usage - what you (and this chat) have used today and this month\n"
         '/tasks - the reminders and tasks set in this chat (ask me: "remind me tomorrow '
         'at 9 to call the bank")\n'
@@ -117,6 +119,19 @@ EN = Texts(
     USAGE_COST_PARTIAL=(
         "{cost}, plus {unpriced} call(s) of unknown cost (the provider reported no price)"
     ),
+    SEARCH_ON=(
+        "Web search is on in this chat: I look things up when a question needs it and list "
+        "my sources under the answer. Turn it off with /search off."
+    ),
+    SEARCH_OFF="Web search is off in this chat: I answer from what I know. /search on turns it on.",
+    SEARCH_SET_ON="Done: I may search the web in this chat again.",
+    SEARCH_SET_OFF="Done: I won't search the web in this chat.",
+    SEARCH_BY_OPERATOR=(
+        "Web search is turned off for this bot by its operator (the WEB_SEARCH setting), so "
+        "it can't be turned on in a chat."
+    ),
+    SEARCH_USAGE="Use /search on or /search off (/search alone says how it is now).",
+    SOURCES="Sources:",
     TIMEZONE_IS=(
         "This chat's time zone: {zone}. It is {now} there. Change it with /timezone <zone>, "
         "e.g. /timezone Europe/Berlin."
@@ -191,6 +206,7 @@ EN = Texts(
         ("language", "The language of this chat"),
         ("model", "The model this chat uses"),
         ("persona", "This chat's own instructions for me"),
+        ("search", "Web search in this chat: on or off"),
         ("usage", "What you have used today and this month"),
         ("tasks", "Reminders and tasks in this chat"),
         ("timezone", "This chat's time zone"),

@@ -21,13 +21,15 @@ from membot.memory.contract.state import opt_int
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """How a stored answer is sent, besides its text: the message it replies to (in groups),
-    the forum topic, the quotation above it (what was heard in a voice message) and the words
-    after it (a stopped answer's label, a consultation round's)."""
+    the forum topic, the quotation above it (what was heard in a voice message), the words
+    after it (a stopped answer's label, a consultation round's) and the heading of its
+    sources (the message's own `sources`), in the chat's language."""
 
     reply_to: int | None = None
     thread: int | None = None
     quote: str = ""
     suffix: str = ""
+    sources_head: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -39,6 +41,8 @@ class Delivery:
             data["quote"] = self.quote
         if self.suffix:
             data["suffix"] = self.suffix
+        if self.sources_head:
+            data["sources_head"] = self.sources_head
         return data
 
     @classmethod
@@ -48,6 +52,7 @@ class Delivery:
             thread=opt_int(data.get("thread")),
             quote=str(data.get("quote", "")),
             suffix=str(data.get("suffix", "")),
+            sources_head=str(data.get("sources_head", "")),
         )
 
 

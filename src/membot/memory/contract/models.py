@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -34,6 +35,41 @@ def json_line(data: Any) -> str:
 
 class CorruptRecord(MembotError, ValueError):
     """A stored line that cannot be read back; backends skip it with a warning."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A page an answer drew on (a web search's result the model cited): its address and
+    title, kept with the answer so later turns, the search and a resend show the same links."""
+
+    url: str
+    title: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"url": self.url, "title": self.title} if self.title else {"url": self.url}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Source:
+        url = data["url"]
+        if not isinstance(url, str) or not url:
+            raise ValueError("bad source url")
+        return cls(url=url, title=str(data.get("title") or ""))
+
+
+# How a stored answer's sources read as text, after it: in the prompt of later turns (so the
+# model knows which links it gave, and does not take the list for words of its own) and in
+# the search index (so a page's title or address finds the answer).
+SOURCES_HEAD = "[Sources shown to the user under this answer:"
+
+
+def sources_text(sources: Sequence[Source]) -> str:
+    """The sources as numbered lines, in a bracketed note ("" without any)."""
+    if not sources:
+        return ""
+    lines = [
+        f"{n}. {s.title}: {s.url}" if s.title else f"{n}. {s.url}" for n, s in enumerate(sources, 1)
+    ]
+    return SOURCES_HEAD + "\n" + "\n".join(lines) + "]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +105,15 @@ class Message:
     # The question of a task's turn: the firing it carried out ("<task id>@<due>",
     # schedule/models.py), so a firing that was answered is never answered again.
     task: str | None = None
+    # An answer's sources (the pages a web search found that it cites), in order, each once.
+    sources: tuple[Source, ...] = ()
+
+    def with_sources(self) -> str:
+        """The content followed by its sources as text (sources_text), or the content."""
+        if not self.sources:
+            return self.content
+        note = sources_text(self.sources)
+        return f"{self.content}\n\n{note}" if self.content else note
 
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
@@ -87,6 +132,8 @@ class Message:
             data["state"] = self.state.to_dict()
         if self.delivery is not None:
             data["delivery"] = self.delivery.to_dict()
+        if self.sources:
+            data["sources"] = [source.to_dict() for source in self.sources]
         return json_line(data)
 
     @classmethod
@@ -111,6 +158,7 @@ class Message:
                 stopped=data.get("stopped") is True,
                 delivery=Delivery.from_dict(data["delivery"]) if "delivery" in data else None,
                 task=opt_str(data.get("task")),
+                sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None

@@ -1,6 +1,7 @@
 """Where a conversation stands (chat, or a consultation and its round; its language, model,
-persona and time zone) and what an HTTP API session's first request fixed. Stored with the turn that
-changes it (memory/contract/repository.py `append`), in every backend alike."""
+persona, time zone and whether it searches the web) and what an HTTP API session's first
+request fixed. Stored with the turn that changes it (memory/contract/repository.py
+`append`), in every backend alike."""
 
 from __future__ import annotations
 
@@ -96,10 +97,19 @@ class ConversationState:
     # The chat's time zone (an IANA name: /timezone, or the model's set_timezone); None: the
     # TIMEZONE setting. Tasks are read and shown in it (membot.schedule).
     timezone: str | None = None
+    # The chat turned web search off (/search off); the model may search (WEB_SEARCH) unless.
+    search_off: bool = False
 
     @property
     def consulting(self) -> bool:
         return self.mode == "consultation"
+
+    @property
+    def searches(self) -> bool:
+        """Whether the conversation lets the model search the web: not turned off by the
+        chat (/search off) nor by an API session's first request (disableSearch). WEB_SEARCH
+        decides above it."""
+        return not self.search_off and not (self.session and self.session.disable_search)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -121,6 +131,8 @@ class ConversationState:
             data["persona"] = self.persona
         if self.timezone is not None:
             data["timezone"] = self.timezone
+        if self.search_off:
+            data["search_off"] = True
         return data
 
     @classmethod
@@ -141,4 +153,5 @@ class ConversationState:
             model=opt_str(data.get("model")),
             persona=opt_str(data.get("persona")),
             timezone=opt_str(data.get("timezone")),
+            search_off=data.get("search_off") is True,
         )

@@ -1,0 +1,45 @@
+"""An answer's sources as Telegram shows them under it: numbered lines, each a link whose text
+is the page's title (bot/render.py puts them between the answer and its labels)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from membot.memory.contract.models import Source
+
+#: Text and its entities (Telegram's, UTF-16 offsets).
+Block = tuple[str, list[dict[str, Any]]]
+
+#: A source's link text (its title, else its address) is cut at this many characters.
+LINK_CHARS = 100
+
+
+def source_list(sources: Sequence[Source], head: str = "") -> Block:
+    """An answer's sources as Telegram text: `head` in bold, then one numbered line each,
+    its title (else its address) a link to it. An address that is not http(s) is shown,
+    not linked: Telegram refuses such a link, and with it the message's formatting."""
+    text = head
+    ents: list[dict[str, Any]] = []
+    if head:
+        ents.append({"type": "bold", "offset": 0, "length": utf16_len(head)})
+    for n, source in enumerate(sources, 1):
+        label = _link_text(source)
+        text += f"\n{n}. " if text else f"{n}. "
+        if source.url.lower().startswith(("https://", "http://")):
+            link = {"type": "text_link", "offset": utf16_len(text), "length": utf16_len(label)}
+            ents.append({**link, "url": source.url})
+        text += label
+    return text, ents
+
+
+def _link_text(source: Source) -> str:
+    title = " ".join(source.title.split())
+    if not title:
+        title = source.url.split("://", 1)[-1].rstrip("/") or source.url
+    return title if len(title) <= LINK_CHARS else title[: LINK_CHARS - 1].rstrip() + "…"
+
+
+def utf16_len(text: str) -> int:
+    """The length Telegram counts: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
