@@ -39,6 +39,7 @@ SECTIONS = (
     "stream",
     "cache",
     "tasks",
+    "mcp",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

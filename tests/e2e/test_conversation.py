@@ -75,6 +75,7 @@ async def test_answers_a_message_and_remembers_it(
         "usage",
         "tasks",
         "timezone",
+        "tools",
         "reset",
     ]
 

@@ -52,6 +52,7 @@ GROUP_HEADINGS = {
     "conversation": "Conversation",
     "media": "Media",
     "tasks": "Tasks",
+    "mcp": "MCP",
     "logging": "Logging",
 }
 

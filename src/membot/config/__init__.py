@@ -7,6 +7,7 @@ from membot.config.groups import (
     LimitSettings,
     LlmSettings,
     LoggingSettings,
+    McpSettings,
     MediaSettings,
     QueueSettings,
     RedisSettings,
@@ -23,6 +24,7 @@ from membot.config.load import (
     masked,
     setup_logging,
 )
+from membot.config.mcp import McpServerEntry
 from membot.config.settings import DEFAULT_SYSTEM_PROMPT, Settings
 from membot.config.types import RedisUrl, Storage
 
@@ -34,6 +36,8 @@ __all__ = [
     "LimitSettings",
     "LlmSettings",
     "LoggingSettings",
+    "McpServerEntry",
+    "McpSettings",
     "MediaSettings",
     "QueueSettings",
     "RedisSettings",

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from membot.config.mcp import McpServerEntry, check_public, read_mcp_config
 from membot.config.sources import EnvSettings
 from membot.config.types import (
     ApiTokens,
@@ -18,8 +19,10 @@ from membot.config.types import (
     ModelIds,
     Money,
     OptionalInt,
+    OptionalPath,
     QueueKind,
     RedisUrl,
+    ServerNames,
     Storage,
     TelegramMode,
     TimeZoneName,
@@ -132,6 +135,15 @@ class Fields(EnvSettings):
     tasks_max_per_chat: int = Field(default=50, ge=1, le=10_000)
     # Seconds a task may be late (membot was down) and still run; later it is dropped.
     tasks_grace: int = Field(default=86_400, ge=0, le=366 * 86400)
+    # Tools from MCP servers (membot.mcp): the servers' JSON file, those every allowed chat is
+    # offered (the others only to ADMIN_USER_IDS), and how long one call may take.
+    mcp_config: OptionalPath = None
+    mcp_public: ServerNames = ()
+    mcp_tool_timeout: float = Field(default=60.0, gt=0, le=3600)
+
+    # MCP_CONFIG's servers, read once when the settings are (a file that does not read is a
+    # configuration error like any other).
+    _mcp_servers: tuple[McpServerEntry, ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _scale_out(self) -> Self:
@@ -153,6 +165,13 @@ class Fields(EnvSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _mcp(self) -> Self:
+        if self.mcp_config is not None:
+            self._mcp_servers = read_mcp_config(self.mcp_config)
+        check_public(self.mcp_public, self._mcp_servers)
+        return self
+
     @field_validator("system_prompt")
     @classmethod
     def _prompt_default_when_blank(cls, value: str) -> str:
@@ -172,6 +191,11 @@ class Fields(EnvSettings):
         if self.default_model in self.models:
             return self.models
         return (self.default_model, *self.models)
+
+    @property
+    def mcp_servers(self) -> tuple[McpServerEntry, ...]:
+        """The servers MCP_CONFIG names (none without it)."""
+        return self._mcp_servers
 
     @property
     def enabled_tools(self) -> tuple[str, ...]:

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from membot.config.mcp import McpServerEntry
+
 
 @dataclass(frozen=True, slots=True)
 class TelegramSettings:
@@ -143,6 +145,18 @@ class TaskSettings:
     min_interval: int  # seconds between two runs of a repeating task, at least
     max_per_chat: int
     grace: float  # seconds late a task may still run
+
+
+@dataclass(frozen=True, slots=True)
+class McpSettings:
+    """Tools from MCP servers (membot.mcp): the servers MCP_CONFIG names, those offered in
+    every allowed chat (the others only where an ADMIN_USER_IDS user is talking), a call's
+    time limit."""
+
+    config: Path | None
+    servers: tuple[McpServerEntry, ...]
+    public: frozenset[str]
+    tool_timeout: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,7 +66,7 @@ def masked(settings: Settings) -> dict[str, str]:
             shown = ",".join(settings.enabled_tools) or "(none)"
         elif name == "openrouter_model" and value is None:
             shown = f"(not set: {settings.default_model})"
-        elif name == "models":
+        elif name in ("models", "mcp_public"):
             shown = ",".join(value) or "(none)"
         elif value is None:
             shown = "(not set)"

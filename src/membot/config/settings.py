@@ -13,6 +13,7 @@ from membot.config.groups import (
     LimitSettings,
     LlmSettings,
     LoggingSettings,
+    McpSettings,
     MediaSettings,
     QueueSettings,
     RedisSettings,
@@ -145,6 +146,15 @@ class Settings(Fields):
             min_interval=self.tasks_min_interval,
             max_per_chat=self.tasks_max_per_chat,
             grace=float(self.tasks_grace),
+        )
+
+    @property
+    def mcp(self) -> McpSettings:
+        return McpSettings(
+            config=self.mcp_config,
+            servers=self.mcp_servers,
+            public=frozenset(self.mcp_public),
+            tool_timeout=self.mcp_tool_timeout,
         )
 
     @property

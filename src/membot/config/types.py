@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, SecretStr
@@ -133,6 +134,11 @@ def _tool_names(value: Any) -> Any:
     return names
 
 
+def _server_names(value: Any) -> Any:
+    # MCP_PUBLIC: server names of MCP_CONFIG (checked against the file in fields.py).
+    return tuple(dict.fromkeys(_split(value))) if isinstance(value, str) else value
+
+
 # The storage settings carry their validators in their types, so `membot migrate` can build a
 # model of just these fields without the tokens (memory/migrate/run.py).
 Storage = Annotated[Literal["files", "redis"], BeforeValidator(_lowercase)]
@@ -155,3 +161,5 @@ ApiTokens = Annotated[tuple[SecretStr, ...], NoDecode, BeforeValidator(_api_toke
 ToolNames = Annotated[tuple[str, ...] | None, NoDecode, BeforeValidator(_tool_names)]
 Money = Annotated[Decimal | None, BeforeValidator(_empty_is_none)]
 OptionalInt = Annotated[int | None, BeforeValidator(_empty_is_none)]
+OptionalPath = Annotated[Path | None, BeforeValidator(_empty_is_none)]
+ServerNames = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_server_names)]

@@ -42,6 +42,7 @@ from membot.tasks import TaskSupervisor, to_the_end
 from membot.tool_names import CONSULTATION_TOOL
 
 if TYPE_CHECKING:
+    from membot.mcp.hub import McpTools
     from membot.memory.contract.state import ConversationState
     from membot.search import HistorySearch
 
@@ -79,6 +80,8 @@ class Agent:
         media: MediaReader | None = None,
         task_desk: TaskDesk | None = None,
         web_search: bool = False,
+        mcp: McpTools | None = None,
+        admins: frozenset[int] = frozenset(),
     ) -> None:
         self.model = model
         self.repository = repository
@@ -89,11 +92,10 @@ class Agent:
         self.policy = WindowPolicy(window_size, summarizer.every)
         self.registry = tools.registry if tools else ToolRegistry()
         self.mode = tool_mode or NativeMode()
-        # What each kind of turn is offered (with tasks or not, `start_consultation` or
-        # not), each with its fixed prompt text (core/offers.py).
-        self.offers = Offers(self.registry, self.mode)
+        # What each kind of turn is offered, with its fixed prompt text (core/offers.py).
+        self.offers = Offers(self.registry, self.mode, mcp, admins)
         self.steps = ToolSteps(
-            model=model, mode=self.mode, tools=tools, max_tool_steps=max_tool_steps
+            model=model, mode=self.mode, tools=tools, max_tool_steps=max_tool_steps, media=media
         )
         # The chats' tasks, for the task tools; None: no turn is offered them.
         self.task_desk = task_desk
@@ -149,7 +151,7 @@ class Agent:
             )
 
         book = self.task_desk.for_turn(incoming, plan) if self.task_desk else None
-        offer = self.offers.for_turn(book is not None)
+        offer = self.offers.for_turn(book is not None, self.offers.admin(cid, incoming.user_id))
         now = book.now() if book is not None else None
 
         def prompt() -> list[ChatMessage]:  # for the plan as it stands

@@ -21,6 +21,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
 from membot.core.turn import StoppableSink, StreamingSink
@@ -30,6 +31,7 @@ from membot.llm.tools.visible import VisibleText
 from membot.memory.contract.models import Message, Source
 
 if TYPE_CHECKING:
+    from membot.core.media import MediaReader
     from membot.core.offers import Offer
     from membot.core.plan import TurnPlan
     from membot.core.tools.context import TurnContext
@@ -60,11 +62,14 @@ class ToolSteps:
         mode: ToolMode,
         tools: ToolExecutor | None,
         max_tool_steps: int,
+        media: MediaReader | None = None,
     ) -> None:
         self.model = model
         self.mode = mode
         self.tools = tools
         self.max_tool_steps = max_tool_steps
+        # Images tools return, shown to a model that sees them (core/pictures.py).
+        self.pictures = ToolPictures(media) if media is not None else None
 
     async def run(
         self,
@@ -159,6 +164,11 @@ class ToolSteps:
             ]
             produced.extend(step)
             exchanged.extend(to_chat_message(m) for m in step)
+            images = [image for result in results for image in result.images]
+            if images and self.pictures is not None:
+                model = request.model_or(self.model.model_name)
+                if (seen := await self.pictures.message(images, model)) is not None:
+                    exchanged.append(seen)  # this turn only: the archive keeps the text
         raise AssertionError("unreachable: the final step always returns")
 
     def _stopped(

@@ -1,6 +1,6 @@
 """`Core`: everything a front door needs, built once from the settings (model, repository,
-agent, conversation service, usage ledger and quota, media parts, the Redis client and its
-health object) and released once, in order."""
+agent, conversation service, usage ledger and quota, media parts, the MCP servers' sessions,
+the Redis client and its health object) and released once, in order."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from membot.redis.health import ALWAYS_UP, Health
 from membot.schedule.inmemory import InMemoryTaskStore
 from membot.schedule.store import TaskStore
 from membot.tasks import TaskSupervisor
+from membot.tool_names import BUILTIN_TOOL_NAMES
 from membot.usage import MeteredModel, Quota, UsageLedger
 from membot.usage.build import build_usage
 from membot.wiring.media import MediaParts, build_media
@@ -32,6 +33,7 @@ from membot.wiring.storage import (
 )
 
 if TYPE_CHECKING:
+    from membot.mcp.hub import McpTools
     from membot.redis.client import Redis
 
 log = logging.getLogger(__name__)
@@ -59,16 +61,22 @@ class Core:
     task_store: TaskStore = field(default_factory=InMemoryTaskStore)
     # The wall clock (a test's own): budgets, tasks' times.
     clock: Clock = utc_now
+    # MCP_CONFIG's servers: their sessions, kept open from start to aclose (None: no servers).
+    mcp: McpTools | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
         connects before (build_core never does); a backend without a check has nothing to do.
-        A DATA_DIR other local users can read is said once, here: every role has one."""
+        A DATA_DIR other local users can read is said once, here: every role has one. Then
+        the MCP servers' sessions are opened (a few seconds at most: one that is slow or
+        away is tried again in the background, and its tools come when it does)."""
         warning = await asyncio.to_thread(exposed, self.settings.storage.data_dir)
         if warning is not None:
             log.warning("%s", warning)
         if isinstance(self.repository, CheckedAtStart):
             await self.repository.check()
+        if self.mcp is not None:
+            await self.mcp.start()
 
     async def serving(self) -> None:
         """The process is up (its checks passed): fetch the model list now, then daily. A
@@ -81,6 +89,8 @@ class Core:
         signal), then release clients. The turns in flight are the front door's to wait for
         first: the process's shutdown does, once (roles/process.py)."""
         await self.tasks.close(hurry=hurry)
+        if self.mcp is not None:  # stdio children exit with their sessions
+            await self.mcp.aclose()
         if self.media is not None:
             await self.media.aclose()
         await self.model.close()
@@ -112,6 +122,7 @@ def build_core(
     # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
     model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()
+    mcp = _build_mcp(settings)
     agent = build_agent(
         settings,
         model,
@@ -122,6 +133,7 @@ def build_core(
         media=media.reader,
         task_store=task_store,
         clock=clock,
+        mcp=mcp,
     )
     service = ConversationService(
         agent,
@@ -146,4 +158,14 @@ def build_core(
         media,
         task_store,
         clock,
+        mcp,
     )
+
+
+def _build_mcp(settings: Settings) -> McpTools | None:
+    """The MCP servers' sessions (not opened yet: Core.start does), None without servers."""
+    if not any(not server.disabled for server in settings.mcp.servers):
+        return None
+    from membot.mcp.hub import McpTools  # the SDK, only for a process that uses it
+
+    return McpTools(settings.mcp, reserved=BUILTIN_TOOL_NAMES)

@@ -1,6 +1,6 @@
 """The model and the agent, built from the settings: the provider's client (with its retries),
-the agent with its prompt, summarizer, tools and search, and how long shutdown waits for a
-turn still waiting on the model."""
+the agent with its prompt, summarizer, tools (the MCP servers' too) and search, and how long
+shutdown waits for a turn still waiting on the model."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from membot.search import HistorySearch
 from membot.tasks import TaskSupervisor
 
 if TYPE_CHECKING:
+    from membot.mcp.hub import McpTools
     from membot.redis.client import Redis
 
 # With ENABLE_RETRY, the openai client's own retries (with backoff) after a first failure.
@@ -59,11 +60,14 @@ def build_agent(
     media: MediaReader | None = None,
     task_store: TaskStore | None = None,
     clock: Clock = utc_now,
+    mcp: McpTools | None = None,
 ) -> Agent:
     from membot.redis.lease import summary_lease  # imported late: only where used
 
     tools, conversation = settings.tools, settings.conversation
     registry = builtin.subset(tools.enabled)
+    # The MCP servers' tools go through the same executor (each with MCP_TOOL_TIMEOUT).
+    executor = ToolExecutor(registry, timeout=tools.timeout) if registry or mcp else None
     return Agent(
         model=model,
         repository=repository,
@@ -79,7 +83,7 @@ def build_agent(
             ),
         ),
         window_size=conversation.window_size,
-        tools=ToolExecutor(registry, timeout=tools.timeout) if registry else None,
+        tools=executor,
         tool_mode=make_mode(tools.mode),
         max_tool_steps=tools.max_iterations,
         # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
@@ -97,4 +101,7 @@ def build_agent(
             if task_store is not None
             else None
         ),
+        mcp=mcp,
+        # Offered the servers MCP_PUBLIC does not name (core/offers.py).
+        admins=settings.limits.admin_user_ids,
     )

@@ -1,4 +1,5 @@
-"""/start, /help, /summary, /memory, /language, /reset: each answers in the chat's language."""
+"""/start, /help, /summary, /memory, /language, /tools, /reset: each answers in the chat's
+language."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from membot.bot import texts
 from membot.bot.render import send_markdown, send_plain, topic_of
 from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
+from membot.core.offers import Toolbox
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.contract.repository import ChatRepository
@@ -24,6 +26,7 @@ def build_router() -> Router:
     router.message.register(language, Command("language"))
     router.message.register(summary, Command("summary"))
     router.message.register(memory, Command("memory"))
+    router.message.register(tools, Command("tools"))
     return router
 
 
@@ -119,6 +122,41 @@ async def memory(
     await send_plain(
         bot, message.chat.id, words.FACTS.format(facts=listing) + note, thread_id=topic_of(message)
     )
+
+
+async def tools(
+    message: Message,
+    cid: ConversationId,
+    state: ConversationState,
+    words: texts.Texts,
+    service: ConversationService,
+) -> None:
+    """What the model may use in this chat now: for the user who asks (in a group, an
+    admin is told which servers only admins' messages get)."""
+    agent = service.agent
+    user = message.from_user
+    admin = agent.offers.admin(cid, user.id if user else None)
+    tasks = agent.task_desk is not None and agent.task_desk.book(cid, None) is not None
+    box = agent.offers.toolbox(tasks, admin, consulting=state.consulting)
+    await message.answer(tools_text(words, box) + consultation_note(words, state))
+
+
+def tools_text(words: texts.Texts, box: Toolbox) -> str:
+    lines = []
+    if box.builtin:
+        lines.append(words.TOOLS_BUILTIN.format(names=", ".join(box.builtin)))
+    if box.tasks:
+        lines.append(words.TOOLS_TASKS.format(names=", ".join(box.tasks)))
+    for server in box.servers:
+        if server.up:
+            names = ", ".join(server.tools) or "-"
+            line = words.TOOLS_SERVER.format(server=server.name, names=names)
+        else:
+            line = words.TOOLS_SERVER_DOWN.format(server=server.name)
+        lines.append(line + ("" if server.public else words.TOOLS_ADMINS_ONLY))
+    if not lines:
+        return words.TOOLS_NONE
+    return "\n".join([words.TOOLS_HEADER, *(f"• {line}" for line in lines)])
 
 
 def consultation_note(words: texts.Texts, state: ConversationState) -> str:

@@ -113,6 +113,15 @@ class Texts:
     TASK_GONE: str
     TASK_NOT_YOURS: str
 
+    # /tools: what the chat may use. {names}: comma-separated tool names.
+    TOOLS_HEADER: str
+    TOOLS_BUILTIN: str  # {names}
+    TOOLS_TASKS: str  # {names}
+    TOOLS_SERVER: str  # {server}, {names}: an MCP server's tools
+    TOOLS_SERVER_DOWN: str  # {server}: an MCP server not reachable now
+    TOOLS_ADMINS_ONLY: str  # after a server's line: offered only when an admin writes
+    TOOLS_NONE: str
+
     # Files users send (voice, photos, documents): what went wrong, one line each.
     FILE_TOO_BIG: str  # {limit_mb}
     FILE_UNSUPPORTED: str

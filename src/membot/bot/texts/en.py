@@ -27,6 +27,7 @@ EN = Texts(
         'at 9 to call the bank")\n'
         "/timezone [zone] - this chat's time zone: see it, or set it (e.g. "
         "/timezone Europe/Berlin)\n"
+        "/tools - what I can use here: built-in tools and tools from connected servers\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
         "Voice messages, photos and documents (PDF, text, code) work too.\n"
@@ -159,6 +160,13 @@ EN = Texts(
     TASK_CANCELLED="Cancelled: {text}",
     TASK_GONE="This task is no longer scheduled.",
     TASK_NOT_YOURS="Only the task's author or an administrator can cancel it.",
+    TOOLS_HEADER="What I can use in this chat:",
+    TOOLS_BUILTIN="Built in: {names}",
+    TOOLS_TASKS="Reminders and tasks: {names}",
+    TOOLS_SERVER="From {server}: {names}",
+    TOOLS_SERVER_DOWN="{server}: not reachable right now",
+    TOOLS_ADMINS_ONLY=" (only when an admin writes)",
+    TOOLS_NONE="I have no tools in this chat: I answer from what I know and what we said.",
     FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
     FILE_UNSUPPORTED=(
         "I can't read this kind of file. I read PDFs with text, text files (plain text, "
@@ -210,6 +218,7 @@ EN = Texts(
         ("usage", "What you have used today and this month"),
         ("tasks", "Reminders and tasks in this chat"),
         ("timezone", "This chat's time zone"),
+        ("tools", "What I can use in this chat"),
         ("reset", "Forget this chat"),
     ),
 )

@@ -5,7 +5,16 @@ are the core's (membot.core.tools)."""
 
 from membot.llm.tools.executor import ToolCall, ToolExecutor, ToolResult
 from membot.llm.tools.modes import HermesMode, NativeMode, ToolMode, ToolModeName, make_mode
-from membot.llm.tools.registry import Tool, ToolContext, ToolError, ToolRegistry, make_tool
+from membot.llm.tools.registry import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolImage,
+    ToolOutput,
+    ToolRegistry,
+    make_tool,
+    schema_tool,
+)
 
 __all__ = [
     "HermesMode",
@@ -15,10 +24,13 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolExecutor",
+    "ToolImage",
     "ToolMode",
     "ToolModeName",
+    "ToolOutput",
     "ToolRegistry",
     "ToolResult",
     "make_mode",
     "make_tool",
+    "schema_tool",
 ]

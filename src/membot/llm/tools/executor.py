@@ -6,7 +6,7 @@ What goes back to the model (never raised to the agent):
     Error: the arguments are not valid JSON ...     unparseable arguments, with the schema
     Error: invalid arguments for NAME: ...          schema violation, with the schema
     Error: <message>                                the tool raised ToolError (or crashed)
-    Error: NAME did not finish within N s           TOOL_TIMEOUT
+    Error: NAME did not finish within N s           TOOL_TIMEOUT (or the tool's own)
 
 Only cancellation propagates: a turn being abandoned stops its tools.
 """
@@ -28,6 +28,8 @@ from membot.llm.tools.registry import (
     Tool,
     ToolContext,
     ToolError,
+    ToolImage,
+    ToolOutput,
     ToolRegistry,
     describe_validation_error,
 )
@@ -90,6 +92,8 @@ class ToolResult:
     call: ToolCall
     content: str
     ok: bool
+    # Images the tool returned (ToolOutput): for this turn's next model call, not stored.
+    images: tuple[ToolImage, ...] = ()
 
 
 class ToolExecutor:
@@ -117,7 +121,7 @@ class ToolExecutor:
         self, call: ToolCall, ctx: ToolContext, registry: ToolRegistry | None = None
     ) -> ToolResult:
         started = time.perf_counter()
-        ok, content = await self._execute(call, ctx, registry or self.registry)
+        ok, output = await self._execute(call, ctx, registry or self.registry)
         log.info(
             "tool %s: %s status=%s duration=%.3fs",
             call.name or "?",
@@ -125,11 +129,14 @@ class ToolExecutor:
             "ok" if ok else "error",
             time.perf_counter() - started,
         )
-        return ToolResult(call=call, content=self._cap(content), ok=ok)
+        if isinstance(output, ToolOutput):
+            content = self._cap(output.text or "Done.")
+            return ToolResult(call=call, content=content, ok=ok, images=output.images)
+        return ToolResult(call=call, content=self._cap(output), ok=ok)
 
     async def _execute(
         self, call: ToolCall, ctx: ToolContext, registry: ToolRegistry
-    ) -> tuple[bool, str]:
+    ) -> tuple[bool, str | ToolOutput]:
         if call.error is not None:
             return False, f"Error: {call.error}"
         tool = registry.get(call.name)
@@ -160,15 +167,16 @@ class ToolExecutor:
 
     async def _invoke(
         self, tool: Tool, kwargs: dict[str, Any], ctx: ToolContext
-    ) -> tuple[bool, str]:
+    ) -> tuple[bool, str | ToolOutput]:
         args = (ctx,) if tool.takes_context else ()
+        timeout = tool.timeout if tool.timeout is not None else self.timeout
         try:
-            async with asyncio.timeout(self.timeout) as deadline:
+            async with asyncio.timeout(timeout) as deadline:
                 result = await tool.func(*args, **kwargs)
         except TimeoutError:
             if deadline.expired():
-                log.warning("tool %s: timed out after %.1fs", tool.name, self.timeout)
-                return False, f"Error: {tool.name} did not finish within {self.timeout:g} s."
+                log.warning("tool %s: timed out after %.1fs", tool.name, timeout)
+                return False, f"Error: {tool.name} did not finish within {timeout:g} s."
             return False, f"Error: {tool.name} timed out."
         except ToolError as exc:
             return False, f"Error: {exc}"
@@ -182,9 +190,10 @@ class ToolExecutor:
                 exc_info=log.isEnabledFor(logging.DEBUG),
             )
             return False, f"Error: {type(exc).__name__}: {exc}"
-        return True, _to_text(result)
+        return True, result if isinstance(result, ToolOutput) else _to_text(result)
 
     def _cap(self, content: str) -> str:
+        """The result within the limit: what is past it is cut, and the model told so."""
         if len(content) <= self.max_result_chars:
             return content
         cut = len(content) - self.max_result_chars

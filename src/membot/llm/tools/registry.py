@@ -14,6 +14,9 @@ A first parameter annotated `ToolContext` (or a subclass) receives the call's co
 not part of the schema. Every other parameter becomes a property, validated by pydantic before
 the call. The machinery knows nothing of what the context holds: an application subclasses
 it with what its own tools need (membot.core.tools.context.TurnContext).
+
+A tool from elsewhere (an MCP server's, membot.mcp) comes with its own JSON schema and checks
+its own arguments: `schema_tool` makes one; it may return a `ToolOutput`, text with images.
 """
 
 from __future__ import annotations
@@ -48,6 +51,22 @@ class ToolContext:
         return "-"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolImage:
+    """An image a tool returned: shown to a model that sees images, in the turn it came in."""
+
+    data: bytes
+    mime: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return besides a string: text for the model, and images."""
+
+    text: str
+    images: tuple[ToolImage, ...] = ()
+
+
 ToolFunc = Callable[..., Awaitable[Any]]
 
 
@@ -56,18 +75,24 @@ class Tool:
     name: str
     description: str
     func: ToolFunc
-    arguments: type[BaseModel]
+    # None: the arguments go to `func` as the model wrote them (a JSON object), checked by
+    # whoever runs the tool (an MCP server checks its own).
+    arguments: type[BaseModel] | None
     takes_context: bool
     # The JSON schema of the arguments, made once: pydantic takes ~0.4 ms per tool to build
     # it, and every request of a turn declares every tool.
     parameters: dict[str, Any]
     schema: dict[str, Any]
+    # Seconds a call may take; None: the executor's (TOOL_TIMEOUT).
+    timeout: float | None = None
 
     def openai_schema(self) -> dict[str, Any]:
         return self.schema
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Checked, coerced keyword arguments; raises pydantic's ValidationError."""
+        if self.arguments is None:
+            return dict(arguments)
         return dict(self.arguments.model_validate(arguments))
 
 
@@ -157,6 +182,31 @@ def make_tool(func: ToolFunc) -> Tool:
                 "parameters": parameters,
             },
         },
+    )
+
+
+def schema_tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    func: ToolFunc,
+    *,
+    timeout: float | None = None,
+) -> Tool:
+    """A tool whose schema is given (`parameters`, a JSON schema of an object, in a form
+    providers take) and whose `func` takes the arguments as keywords, unchecked."""
+    return Tool(
+        name=name,
+        description=description,
+        func=func,
+        arguments=None,
+        takes_context=False,
+        parameters=parameters,
+        schema={
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        },
+        timeout=timeout,
     )
 
 
