@@ -283,6 +283,7 @@ async def test_a_server_down_at_start_is_tried_again_and_its_tools_come_when_it_
     [listing] = await ask(tg, "/tools", 1, CHAT)
     assert listing.splitlines() == [
         texts.EN.TOOLS_HEADER,
+        f"• {texts.EN.TOOLS_WEB}",
         f"• Built in: {BUILTINS}",
         f"• Reminders and tasks: {TASKS}",
         "• late: not reachable right now",

@@ -99,3 +99,11 @@ async def test_what_a_search_costs_counts_in_usage_and_the_budget(open_door: Ope
     ]
     [refusal] = await door.say(CHAT, "And tomorrow?", user_id=CHAT)
     assert refusal.startswith(EN.OVER_DAILY.split("{wait}")[0])
+
+
+async def test_tools_says_whether_the_chat_may_search_the_web(door: Door) -> None:
+    [listing] = await door.say(CHAT, "/tools")
+    assert texts.EN.TOOLS_WEB in listing
+    await door.say(CHAT, "/search off")
+    [listing] = await door.say(CHAT, "/tools")
+    assert texts.EN.TOOLS_WEB_OFF in listing

@@ -138,11 +138,13 @@ async def tools(
     admin = agent.offers.admin(cid, user.id if user else None)
     tasks = agent.task_desk is not None and agent.task_desk.book(cid, None) is not None
     box = agent.offers.toolbox(tasks, admin, consulting=state.consulting)
-    await message.answer(tools_text(words, box) + consultation_note(words, state))
+    # Web search is the provider's tool, offered beside these (WEB_SEARCH, /search).
+    web = (words.TOOLS_WEB if state.searches else words.TOOLS_WEB_OFF) if agent.web_search else ""
+    await message.answer(tools_text(words, box, web) + consultation_note(words, state))
 
 
-def tools_text(words: texts.Texts, box: Toolbox) -> str:
-    lines = []
+def tools_text(words: texts.Texts, box: Toolbox, web: str = "") -> str:
+    lines = [web] if web else []
     if box.builtin:
         lines.append(words.TOOLS_BUILTIN.format(names=", ".join(box.builtin)))
     if box.tasks:

@@ -121,6 +121,8 @@ class Texts:
     TOOLS_SERVER_DOWN: str  # {server}: an MCP server not reachable now
     TOOLS_ADMINS_ONLY: str  # after a server's line: offered only when an admin writes
     TOOLS_NONE: str
+    TOOLS_WEB: str  # web search is on for the chat
+    TOOLS_WEB_OFF: str  # turned off in this chat with /search off
 
     # Files users send (voice, photos, documents): what went wrong, one line each.
     FILE_TOO_BIG: str  # {limit_mb}

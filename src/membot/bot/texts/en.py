@@ -167,6 +167,8 @@ EN = Texts(
     TOOLS_SERVER_DOWN="{server}: not reachable right now",
     TOOLS_ADMINS_ONLY=" (only when an admin writes)",
     TOOLS_NONE="I have no tools in this chat: I answer from what I know and what we said.",
+    TOOLS_WEB="Web search, with the sources under the answer",
+    TOOLS_WEB_OFF="Web search: off in this chat (/search on turns it on)",
     FILE_TOO_BIG="This file is too big for me: I can read files of up to {limit_mb} MB.",
     FILE_UNSUPPORTED=(
         "I can't read this kind of file. I read PDFs with text, text files (plain text, "
