@@ -14,7 +14,9 @@ OpenRouter's `error` event in the middle of the stream, a chunk that is not JSON
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx2
@@ -26,6 +28,8 @@ from membot.llm.model import LLMResponse, Source, Usage
 from membot.llm.wire import sources_of, usage_of
 
 _DONE = b"[DONE]"
+# Seconds the rest of a body after [DONE] is read for, at most (see _drain).
+DRAIN_TIMEOUT = 0.1
 
 
 class Events:
@@ -150,15 +154,15 @@ async def pieces(response: httpx2.Response, assembled: Assembler) -> AsyncGenera
     errors: APITimeoutError, APIConnectionError, or APIError for an `error` event or a chunk
     that is not JSON."""
     events = Events()
-    done = False
     # The body as it comes, decoded only if the provider compressed it.
     encoded = response.headers.get("content-encoding", "identity") != "identity"
+    body = response.aiter_bytes() if encoded else response.aiter_raw()
     try:
-        async for data in response.aiter_bytes() if encoded else response.aiter_raw():
+        async for data in body:
             for payload in events.feed(data):
-                if done or payload.startswith(_DONE):
-                    done = True  # what follows is read to the end (the connection is reused)
-                    continue
+                if payload.startswith(_DONE):
+                    await _drain(body)
+                    return
                 try:
                     chunk = orjson.loads(payload)
                 except orjson.JSONDecodeError:
@@ -176,6 +180,17 @@ async def pieces(response: httpx2.Response, assembled: Assembler) -> AsyncGenera
         raise openai.APIConnectionError(request=response.request) from exc
     finally:
         await response.aclose()
+
+
+async def _drain(body: AsyncIterator[bytes]) -> None:
+    """The rest of a body after `[DONE]`, read so an HTTP/1.1 connection can be reused, for
+    at most DRAIN_TIMEOUT and whatever it raises: the answer is whole, and a connection that
+    breaks or stays open after it must not turn it into a failed call (the `openai` client
+    drains the same way)."""
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError, httpx2.StreamError):
+        async with asyncio.timeout(DRAIN_TIMEOUT):
+            async for _ in body:
+                pass
 
 
 def _stream_error(error: object, request: httpx2.Request) -> openai.APIError:

@@ -5,6 +5,7 @@ whole path through the client and the fake server is in test_streaming.py."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 from collections.abc import AsyncIterator
@@ -134,4 +135,26 @@ async def test_a_body_cut_short_is_reported_as_the_client_does(
         async for piece in pieces(answer, Assembler("m")):
             written.append(piece)
     assert written == ["Hel"] and raised.value.__cause__ is lost
+    assert answer.is_closed
+
+
+async def test_a_connection_lost_after_done_leaves_the_answer_whole() -> None:
+    # The provider said [DONE]: what happens to the connection after it is not the answer's.
+    answer = response(body(STREAM, error=httpx2.ReadError("connection reset")))
+    written, assembled = await read(answer)
+    assert written == ["Hel", "lo", ", world"]
+    assert assembled.response().content == "Hello, world"
+    assert answer.is_closed
+
+
+async def test_a_connection_kept_open_after_done_does_not_hold_the_answer() -> None:
+    async def open_after_done() -> AsyncIterator[bytes]:
+        yield STREAM
+        await asyncio.Event().wait()  # a proxy that keeps the body open past [DONE]
+        yield b""
+
+    answer = response(open_after_done())
+    async with asyncio.timeout(5):  # a bound on the test, not a wait: it returns at once
+        written, _ = await read(answer)
+    assert written == ["Hel", "lo", ", world"]
     assert answer.is_closed
