@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from membot.memory.contract.models import Source
 
@@ -26,11 +27,25 @@ def source_list(sources: Sequence[Source], head: str = "") -> Block:
     for n, source in enumerate(sources, 1):
         label = _link_text(source)
         text += f"\n{n}. " if text else f"{n}. "
-        if source.url.lower().startswith(("https://", "http://")):
+        if linkable(source.url):
             link = {"type": "text_link", "offset": utf16_len(text), "length": utf16_len(label)}
             ents.append({**link, "url": source.url})
         text += label
     return text, ents
+
+
+def linkable(url: str) -> bool:
+    """An http(s) address with a host and nothing Telegram would refuse in a link (a space,
+    a control character): else it is shown as text, not linked (a refused link would cost
+    the whole message its formatting)."""
+    if not url.lower().startswith(("https://", "http://")):
+        return False
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return False
+    try:
+        return bool(urlsplit(url).hostname)
+    except ValueError:  # a malformed port or IPv6 address
+        return False
 
 
 def _link_text(source: Source) -> str:

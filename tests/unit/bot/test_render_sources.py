@@ -115,6 +115,15 @@ def test_a_long_title_is_cut_and_an_address_that_is_no_web_page_is_not_linked() 
     assert part.text.endswith("2. Not a page")
 
 
+def test_an_address_telegram_would_refuse_as_a_link_is_shown_not_linked() -> None:
+    good = Source("https://example.org/a", "Good")
+    spaced = Source("https://a b/c", "Spaced")
+    hostless = Source("https:///path", "No host")
+    [part] = render("Answer.", sources=(good, spaced, hostless))
+    assert links([part]) == [("Good", good.url)]
+    assert part.text.endswith("2. Spaced\n3. No host")
+
+
 def test_without_sources_an_answer_renders_as_before() -> None:
     assert render("Answer.", suffix="\n\n_Stopped._") == render("Answer.\n\n_Stopped._")
     assert render("", sources=(MUSEUM,), sources_head="Sources:")[0].text.startswith("Sources:")
