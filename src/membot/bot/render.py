@@ -159,8 +159,23 @@ def split_message(text: str, entities: list[dict[str, Any]], limit: int) -> list
             s, t = max(e["offset"], ua2), min(e["offset"] + e["length"], ub2)
             if s < t:
                 part_ents.append({**e, "offset": s - ua2, "length": t - s})
-        parts.append(Part(text=chunk[lead : len(stripped)], entities=part_ents[:MAX_ENTITIES]))
+        parts.append(Part(text=chunk[lead : len(stripped)], entities=_within_limit(part_ents)))
     return parts
+
+
+# Kept first when a part has more entities than Telegram applies: a link is content (a
+# source's address), a code block is layout; bold or italics lost cost the least.
+_KEPT_FIRST = frozenset({"text_link", "pre", "code"})
+
+
+def _within_limit(entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At most MAX_ENTITIES of a part's entities, in order: links and code before the rest."""
+    if len(entities) <= MAX_ENTITIES:
+        return entities
+    first = [n for n, e in enumerate(entities) if e["type"] in _KEPT_FIRST]
+    rest = [n for n, e in enumerate(entities) if e["type"] not in _KEPT_FIRST]
+    kept = sorted((first + rest)[:MAX_ENTITIES])
+    return [entities[n] for n in kept]
 
 
 def _best_cut(text: str, start: int, hi: int, in_code: Any) -> int:

@@ -26,7 +26,14 @@ from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
 from membot.core.turn import StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
-from membot.llm.model import CallOptions, ChatMessage, ChatModel, LLMResponse, ModelRequest
+from membot.llm.model import (
+    MAX_SOURCES,
+    CallOptions,
+    ChatMessage,
+    ChatModel,
+    LLMResponse,
+    ModelRequest,
+)
 from membot.llm.tools.visible import VisibleText
 from membot.memory.contract.models import Message, Source
 
@@ -251,6 +258,8 @@ class Cited:
     def add(self, response: LLMResponse) -> None:
         for source in response.sources:
             known = self._by_url.get(source.url)
+            if known is None and len(self._by_url) >= MAX_SOURCES:
+                continue
             if known is None or (not known.title and source.title):  # a title if any gave one
                 self._by_url[source.url] = Source(source.url, source.title)
 

@@ -35,6 +35,11 @@ class LLMResponse:
     sources: tuple[Source, ...] = ()
 
 
+#: The most sources one answer keeps (the first cited): each is a link under the answer in
+#: Telegram and a line in later prompts; a provider citing dozens of pages would crowd both.
+MAX_SOURCES = 20
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """A page an answer drew on: the provider's `url_citation` annotation."""

@@ -15,7 +15,7 @@ import openai
 from openai.types import CompletionUsage
 
 from membot.llm.cache import for_wire
-from membot.llm.model import ModelRequest, Source, Usage
+from membot.llm.model import MAX_SOURCES, ModelRequest, Source, Usage
 
 #: OpenRouter's server-side web search, run by OpenRouter within the one completion.
 WEB_SEARCH_TOOL: dict[str, Any] = {"type": "openrouter:web_search"}
@@ -86,7 +86,8 @@ def sources_of(annotations: Iterable[object]) -> tuple[Source, ...]:
         url = url.strip()
         title = citation.get("title") if isinstance(citation, dict) else None
         title = " ".join(title.split()) if isinstance(title, str) else ""
-        if url not in found or (title and not found[url].title):
+        known = found.get(url)
+        if (known is None and len(found) < MAX_SOURCES) or (known and title and not known.title):
             found[url] = Source(url=url, title=title)
     return tuple(found.values())
 

@@ -28,6 +28,7 @@ from mcp.client.session import IncomingMessage
 from mcp_types import (
     CONNECTION_CLOSED,
     REQUEST_TIMEOUT,
+    ImageContent,
     Implementation,
     ToolListChangedNotification,
 )
@@ -139,6 +140,9 @@ class McpServer:
             raise ToolError(
                 f"the MCP server {self.name} could not be reached ({type(exc).__name__})"
             ) from None
+        if any(isinstance(block, ImageContent) for block in result.content):
+            # Up to MAX_IMAGES base64 images of 10 MB each: decoded off the event loop.
+            return await asyncio.to_thread(to_output, result)
         return to_output(result)
 
     def _lose(self) -> None:

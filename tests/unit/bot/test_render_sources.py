@@ -127,3 +127,14 @@ def test_an_address_telegram_would_refuse_as_a_link_is_shown_not_linked() -> Non
 def test_without_sources_an_answer_renders_as_before() -> None:
     assert render("Answer.", suffix="\n\n_Stopped._") == render("Answer.\n\n_Stopped._")
     assert render("", sources=(MUSEUM,), sources_head="Sources:")[0].text.startswith("Sources:")
+
+
+def test_an_answer_rich_in_formatting_keeps_every_source_link() -> None:
+    # Telegram applies 100 entities a message: 120 bold words and five sources in one part.
+    answer = " ".join(f"**w{n}**" for n in range(120))
+    pages = [Source(f"https://example.org/{n}", f"Page {n}") for n in range(5)]
+    parts = render(answer, sources=pages, sources_head="Sources:")
+    [part] = parts
+    valid(parts)
+    assert len(part.entities) == 100
+    assert links(parts) == [(f"Page {n}", f"https://example.org/{n}") for n in range(5)]

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from membot.llm.client import OpenAIChatModel
-from membot.llm.model import CallOptions, LLMResponse, ModelRequest, Source
+from membot.llm.model import MAX_SOURCES, CallOptions, LLMResponse, ModelRequest, Source
 from membot.llm.wire import sources_of
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Reply
@@ -102,3 +102,18 @@ def test_what_is_not_a_cited_page_is_no_source() -> None:
         "not an object",
     ]
     assert sources_of(annotations) == (Source("https://a.example/", "A title"),)
+
+
+def test_an_answer_keeps_the_first_pages_it_cites_up_to_the_limit() -> None:
+    annotations = [
+        {"type": "url_citation", "url_citation": {"url": f"https://p.example/{n}"}}
+        for n in range(MAX_SOURCES + 5)
+    ]
+    # A later citation of a kept page still gives it its title.
+    annotations.append(
+        {"type": "url_citation", "url_citation": {"url": "https://p.example/0", "title": "Zero"}}
+    )
+    sources = sources_of(annotations)
+    assert len(sources) == MAX_SOURCES
+    assert sources[0] == Source("https://p.example/0", "Zero")
+    assert sources[-1].url == f"https://p.example/{MAX_SOURCES - 1}"

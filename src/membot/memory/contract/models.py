@@ -62,14 +62,32 @@ class Source:
 SOURCES_HEAD = "[Sources shown to the user under this answer:"
 
 
+#: A source's title in that note is cut at this many characters: a page names itself, and a
+#: title is the page's words, not ours, so it must not run on in every later prompt.
+NOTE_TITLE_CHARS = 200
+
+
 def sources_text(sources: Sequence[Source]) -> str:
-    """The sources as numbered lines, in a bracketed note ("" without any)."""
+    """The sources as numbered lines, in a bracketed note ("" without any). A title's
+    brackets and line breaks are replaced, so a page's title cannot end the note early or
+    pass for a line of its own."""
     if not sources:
         return ""
-    lines = [
-        f"{n}. {s.title}: {s.url}" if s.title else f"{n}. {s.url}" for n, s in enumerate(sources, 1)
-    ]
+    lines = []
+    for n, source in enumerate(sources, 1):
+        title = _note_safe(source.title)
+        if len(title) > NOTE_TITLE_CHARS:
+            title = title[: NOTE_TITLE_CHARS - 1].rstrip() + "…"
+        url = _note_safe(source.url)
+        lines.append(f"{n}. {title}: {url}" if title else f"{n}. {url}")
     return SOURCES_HEAD + "\n" + "\n".join(lines) + "]"
+
+
+_NOTE_UNSAFE = str.maketrans({"[": "(", "]": ")"})
+
+
+def _note_safe(text: str) -> str:
+    return " ".join(text.split()).translate(_NOTE_UNSAFE)
 
 
 @dataclass(frozen=True, slots=True)
