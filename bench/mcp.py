@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import socket
 import sys
@@ -36,24 +35,17 @@ from typing import Any
 from tests.fakes import Reply, without_now
 from tests.fakes.process import spawn_membot
 
+from bench.child import cpu_seconds
 from bench.core import Row, TimedTelegram, fakes, percentile, process_env, row
 
 BENCH = "mcp"
 CHAT = 7001
 ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT = 60.0
-_TICKS = os.sysconf("SC_CLK_TCK")
 _DURATION = re.compile(r"tool (\S+): .* duration=([0-9.]+)s")
 CASES = ("built-in", "stdio", "http")
 TOOL = {"built-in": "calculate", "stdio": "fake_add", "http": "fake_add"}
 ARGUMENTS = {"calculate": {"expression": "2+40"}, "fake_add": {"a": 2, "b": 40}}
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process (from /proc: the process is not this one)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def _children(pid: int) -> list[int]:
@@ -187,7 +179,7 @@ async def _measure(warm: int, count: int) -> dict[str, dict[str, Any]]:
 
 
 def _cpu(pid: int, server: int | None) -> tuple[float, float]:
-    return _cpu_seconds(pid), _cpu_seconds(server) if server is not None else 0.0
+    return cpu_seconds(pid), cpu_seconds(server) if server is not None else 0.0
 
 
 def _durations(log: Path, tool: str) -> list[float]:

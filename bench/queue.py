@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import tempfile
 import time
@@ -32,6 +31,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from bench.child import cpu_seconds
 from bench.core import (
     REDIS_URL,
     Row,
@@ -48,14 +48,6 @@ CHATS = 64
 SHARDS = 16
 CONCURRENCY = 8
 READY_TIMEOUT = 60.0
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process (from /proc: the process is a child, not us)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 class Processes:
@@ -79,7 +71,7 @@ class Processes:
         self.procs.append(proc)
 
     def cpu(self) -> float:
-        return sum(_cpu_seconds(p.pid) for p in self.procs if p.returncode is None)
+        return sum(cpu_seconds(p.pid) for p in self.procs if p.returncode is None)
 
     async def stop(self) -> None:
         for proc in self.procs:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import tasks_data as data
+from bench.child import cpu_seconds
 from bench.core import Row, fakes, row
 from bench.tasks_burst import Burst, burst_rows, measure_burst
 from bench.tasks_run import Case, membot, wait_index
@@ -56,7 +57,7 @@ async def measure_startup(case: Case, window: float) -> dict[str, float]:
         index = await wait_index(tg, running, case)
         rss_index = data.rss_mib(pid)
         await asyncio.sleep(SETTLE)  # a measuring window, not synchronisation
-        cpu, server = data.cpu_seconds(pid), case.redis.cpu() if case.redis else 0.0
+        cpu, server = cpu_seconds(pid), case.redis.cpu() if case.redis else 0.0
         began = time.monotonic()
         await asyncio.sleep(window)
         figures = {
@@ -66,7 +67,7 @@ async def measure_startup(case: Case, window: float) -> dict[str, float]:
             "rss_index_mib": round(rss_index, 1),
             "peak_rss_mib": round(data.rss_mib(pid, "VmHWM"), 1),
             "window_s": round(time.monotonic() - began, 3),
-            "idle_cpu_s": round(data.cpu_seconds(pid) - cpu, 5),
+            "idle_cpu_s": round(cpu_seconds(pid) - cpu, 5),
         }
         if case.redis:
             figures["redis_idle_cpu_s"] = round(case.redis.cpu() - server, 5)

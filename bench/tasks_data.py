@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import socket
 import sys
@@ -22,6 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.child import cpu_seconds
 from membot.clock import utc_now
 from membot.schedule.models import Task
 
@@ -32,25 +32,6 @@ SENTINEL_CHAT = 7_099_999
 # Tasks put in one call (the store's put_all): a batch per few hundred chats.
 BATCH = 2_000
 AT_ONCE = 4
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of a live child process: the sum of its threads' run time from the
-    scheduler (/proc/<pid>/task/*/sched, to the microsecond) where the kernel shows it, else
-    utime + stime from /proc/<pid>/stat, which counts in whole ticks (10 ms): too coarse for
-    an idle process over a few seconds."""
-    total = 0.0
-    try:
-        for task in os.scandir(f"/proc/{pid}/task"):
-            with open(f"{task.path}/sched", encoding="ascii") as fh:
-                line = next(x for x in fh if x.startswith("se.sum_exec_runtime"))
-            total += float(line.split(":")[1]) / 1000  # ms
-        return total
-    except (OSError, StopIteration, ValueError):
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:
