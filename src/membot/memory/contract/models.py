@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -16,6 +15,9 @@ from membot.errors import MembotError
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import Attachment
 from membot.memory.contract.delivery import Delivery
+from membot.memory.contract.sources import SOURCES_HEAD as SOURCES_HEAD
+from membot.memory.contract.sources import Source as Source
+from membot.memory.contract.sources import sources_text as sources_text
 from membot.memory.contract.state import ConversationState, opt_int, opt_str
 
 Role = Literal["user", "assistant", "tool"]
@@ -35,59 +37,6 @@ def json_line(data: Any) -> str:
 
 class CorruptRecord(MembotError, ValueError):
     """A stored line that cannot be read back; backends skip it with a warning."""
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """A page an answer drew on (a web search's result the model cited): its address and
-    title, kept with the answer so later turns, the search and a resend show the same links."""
-
-    url: str
-    title: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        return {"url": self.url, "title": self.title} if self.title else {"url": self.url}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Source:
-        url = data["url"]
-        if not isinstance(url, str) or not url:
-            raise ValueError("bad source url")
-        return cls(url=url, title=str(data.get("title") or ""))
-
-
-# How a stored answer's sources read as text, after it: in the prompt of later turns (so the
-# model knows which links it gave, and does not take the list for words of its own) and in
-# the search index (so a page's title or address finds the answer).
-SOURCES_HEAD = "[Sources shown to the user under this answer:"
-
-
-#: A source's title in that note is cut at this many characters: a page names itself, and a
-#: title is the page's words, not ours, so it must not run on in every later prompt.
-NOTE_TITLE_CHARS = 200
-
-
-def sources_text(sources: Sequence[Source]) -> str:
-    """The sources as numbered lines, in a bracketed note ("" without any). A title's
-    brackets and line breaks are replaced, so a page's title cannot end the note early or
-    pass for a line of its own."""
-    if not sources:
-        return ""
-    lines = []
-    for n, source in enumerate(sources, 1):
-        title = _note_safe(source.title)
-        if len(title) > NOTE_TITLE_CHARS:
-            title = title[: NOTE_TITLE_CHARS - 1].rstrip() + "…"
-        url = _note_safe(source.url)
-        lines.append(f"{n}. {title}: {url}" if title else f"{n}. {url}")
-    return SOURCES_HEAD + "\n" + "\n".join(lines) + "]"
-
-
-_NOTE_UNSAFE = str.maketrans({"[": "(", "]": ")"})
-
-
-def _note_safe(text: str) -> str:
-    return " ".join(text.split()).translate(_NOTE_UNSAFE)
 
 
 @dataclass(frozen=True, slots=True)
