@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 PACED: tuple[type[Any], ...] = (
     methods.SendMessage,
     methods.EditMessageText,
+    methods.EditEphemeralMessageText,
     methods.EditMessageReplyMarkup,
     methods.EditMessageCaption,
     methods.SendPhoto,

@@ -24,6 +24,7 @@ from membot.bot import texts
 from membot.bot.drafts import DraftPacing, Drafts
 from membot.bot.files import SentFile, check, download, sent_file
 from membot.bot.filters import strip_mention
+from membot.bot.personal import answer_personal
 from membot.bot.refusals import over_limit, unusable_file
 from membot.bot.render import topic_of
 from membot.bot.sinks import DraftSink, TelegramSink
@@ -80,7 +81,8 @@ async def run_turn(
         await service.admit(incoming)
     except OverLimit as refused:
         words = await _words(service, incoming.conversation)
-        await message.answer(over_limit(words, refused, service.quota))
+        # In a group, to the member alone: it is about their budget (bot/personal.py).
+        await answer_personal(bot, message, words, over_limit(words, refused, service.quota))
         return None
     try:
         private = message.chat.type == "private" and topic_of(message) is None

@@ -16,6 +16,7 @@ JSON_FIELDS = frozenset(
         "caption_entities",
         "commands",
         "entities",
+        "ephemeral_message_parameters",
         "link_preview_options",
         "reply_markup",
         "reply_parameters",

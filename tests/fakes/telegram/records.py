@@ -35,6 +35,9 @@ class SentMessage:
     raw_text: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     at: float = 0.0  # time.monotonic() when the fake accepted it
+    # An ephemeral message (Bot API 10.2): seen only by this member of the group.
+    receiver_user_id: int | None = None
+    ephemeral_message_id: int | None = None
 
 
 @dataclass(slots=True)

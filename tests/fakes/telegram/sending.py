@@ -70,6 +70,9 @@ class Sending:
             raise ApiError(400, "Bad Request: message text is empty")
         if utf16_len(text) > MAX_MESSAGE_LENGTH:
             raise ApiError(400, "Bad Request: message is too long")
+        receiver = self._ephemeral_target(chat_id, params)
+        if chat_id > 0:
+            self._check_private(chat_id)
         reply_to = self._reply_target(chat_id, params)
         message = self._bot_message(chat_id, text)
         if entities:
@@ -81,6 +84,8 @@ class Sending:
         markup = params.get("reply_markup")
         if isinstance(markup, dict) and "inline_keyboard" in markup:
             message["reply_markup"] = markup
+        if receiver is not None:
+            self._keep_ephemeral(message, receiver)
         self._record(
             SentMessage(
                 chat_id=chat_id,
@@ -92,6 +97,8 @@ class Sending:
                 raw_text=raw,
                 params=params,
                 at=time.monotonic(),
+                receiver_user_id=receiver,
+                ephemeral_message_id=message.get("ephemeral_message_id"),
             )
         )
         return message

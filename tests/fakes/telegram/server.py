@@ -15,6 +15,7 @@ from aiohttp import web
 
 from tests.fakes.server import LocalServer
 from tests.fakes.telegram.chats import Chats
+from tests.fakes.telegram.ephemeral import Ephemeral
 from tests.fakes.telegram.faults import Faults
 from tests.fakes.telegram.files import FileError, FileStore
 from tests.fakes.telegram.media_updates import MediaUpdates
@@ -40,7 +41,7 @@ log = logging.getLogger("tests.fakes.telegram")
 _Method = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
-class FakeTelegram(Updates, MediaUpdates, Faults, Polling, Sending, Chats, LocalServer):
+class FakeTelegram(Updates, MediaUpdates, Faults, Ephemeral, Polling, Sending, Chats, LocalServer):
     """Fake Bot API server. ``async with FakeTelegram(token=...) as tg:`` starts and stops it."""
 
     def __init__(self, token: str = "4242:TEST-TOKEN") -> None:
@@ -90,6 +91,7 @@ class FakeTelegram(Updates, MediaUpdates, Faults, Polling, Sending, Chats, Local
         self._webhook_max_connections = 40
         self._sender: WebhookSender | None = None
         self._init_faults()
+        self._init_ephemeral()
         # Buttons: answers to callback queries, message edits, and each group's administrators.
         self.callback_answers: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
@@ -269,6 +271,8 @@ class FakeTelegram(Updates, MediaUpdates, Faults, Polling, Sending, Chats, Local
             ("getFile", self._get_file),
             ("answerCallbackQuery", self._answer_callback_query),
             ("editMessageText", self._edit_message_text),
+            ("editEphemeralMessageText", self._edit_ephemeral_message_text),
+            ("deleteEphemeralMessage", self._delete_ephemeral_message),
             ("setMyCommands", self._set_my_commands),
             ("getMyCommands", self._get_my_commands),
             ("deleteMyCommands", self._delete_my_commands),

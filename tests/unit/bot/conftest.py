@@ -76,6 +76,17 @@ class Door:
         [answer] = self.tg.callback_answers[answered:]
         return answer
 
+    async def press_ephemeral(
+        self, chat_id: int, sent: SentMessage, data: str, user_id: int
+    ) -> dict[str, Any]:
+        """As `press`, under an ephemeral message of the bot's (only its receiver can)."""
+        assert sent.ephemeral_message_id is not None, "not an ephemeral message"
+        answered = len(self.tg.callback_answers)
+        pressed = self.tg.press_ephemeral(chat_id, sent.ephemeral_message_id, data, user_id)
+        await self.feed(pressed)
+        [answer] = self.tg.callback_answers[answered:]
+        return answer
+
 
 OpenDoor = Callable[..., Awaitable[Door]]
 

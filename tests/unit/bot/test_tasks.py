@@ -160,26 +160,30 @@ async def test_in_a_group_only_the_author_or_an_admin_cancels(open_door: OpenDoo
     door.tg.set_admins(GROUP, [701])
     ann = await schedule(door, GROUP, "standup notes", f"{day(2)}T09:00", **ANN)
     bob = await schedule(door, GROUP, "order lunch", f"{day(3)}T12:00", **BOB)
-    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/tasks", **BOB))  # anyone looks
+    # Anyone looks; the list goes to the one who asked only (an ephemeral message).
+    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/tasks", **BOB))
+    assert listing.receiver_user_id == BOB["user_id"]
     assert "standup notes" in listing.text and "set by Ann" in listing.text
     assert "set by Bob" in listing.text
-    answer = await door.press(GROUP, listing.message_id, f"task:{ann}", **BOB)
+    answer = await door.press_ephemeral(GROUP, listing, f"task:{ann}", BOB["user_id"])
     assert answer["text"] == EN.TASK_NOT_YOURS
     assert str(answer.get("show_alert")).lower() == "true"
     assert len(await door.core.task_store.tasks(GROUP)) == 2
-    # The author cancels theirs; the list is sent again without it.
-    answer = await door.press(GROUP, listing.message_id, f"task:{bob}", **BOB)
+    # The author cancels theirs; the list is shown again without it.
+    answer = await door.press_ephemeral(GROUP, listing, f"task:{bob}", BOB["user_id"])
     assert answer["text"] == EN.TASK_CANCELLED.format(text="order lunch")
-    edited = door.tg.edits[-1]["text"]
+    assert listing.ephemeral_message_id is not None
+    edited = door.tg.ephemeral_message(GROUP, listing.ephemeral_message_id)["text"]
     assert "order lunch" not in edited and "standup notes" in edited
-    # The group's administrator cancels Ann's.
-    answer = await door.press(GROUP, listing.message_id, f"task:{ann}", **ADA)
+    # The group's administrator cancels Ann's, from the list they asked for.
+    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/tasks", **ADA))
+    answer = await door.press_ephemeral(GROUP, listing, f"task:{ann}", ADA["user_id"])
     assert answer["text"] == EN.TASK_CANCELLED.format(text="standup notes")
     assert await door.core.task_store.tasks(GROUP) == []
     # ADMIN_USER_IDS may too.
     again = await schedule(door, GROUP, "standup notes", f"{day(2)}T09:00", **ANN)
-    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/tasks", **ANN))
-    answer = await door.press(GROUP, listing.message_id, f"task:{again}", **OWEN)
+    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/tasks", **OWEN))
+    answer = await door.press_ephemeral(GROUP, listing, f"task:{again}", OWEN["user_id"])
     assert answer["text"] == EN.TASK_CANCELLED.format(text="standup notes")
 
 

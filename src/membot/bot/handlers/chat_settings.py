@@ -20,6 +20,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 
 from membot.bot import texts
 from membot.bot.filters import Inline
+from membot.bot.personal import answer_personal
 from membot.config import LlmSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
@@ -239,8 +240,14 @@ async def search(
 
 
 async def usage(
-    message: Message, cid: ConversationId, words: texts.Texts, ledger: UsageLedger, quota: Quota
+    message: Message,
+    bot: Bot,
+    cid: ConversationId,
+    words: texts.Texts,
+    ledger: UsageLedger,
+    quota: Quota,
 ) -> None:
+    """The asker's usage (and in a group the chat's): to them alone (bot/personal.py)."""
     now = quota.clock()  # the clock the budgets count in
     day, month = day_key(now), month_key(now)
     lines = []
@@ -259,7 +266,7 @@ async def usage(
                 month=usage_line(words, await ledger.totals("chat", str(cid), month)),
             )
         )
-    await message.answer("\n\n".join(lines))
+    await answer_personal(bot, message, words, "\n\n".join(lines))
 
 
 def own_model(stored: str | None, llm: LlmSettings) -> str:

@@ -8,7 +8,8 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from membot.bot import texts
-from membot.bot.render import send_markdown, send_plain, topic_of
+from membot.bot.personal import answer_personal
+from membot.bot.render import send_markdown, topic_of
 from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
 from membot.core.offers import Toolbox
@@ -115,12 +116,13 @@ async def memory(
     note = consultation_note(words, state)
     facts = await repository.get_facts(cid)
     if not facts:
-        await message.answer(words.NO_FACTS + note)
+        await answer_personal(bot, message, words, words.NO_FACTS + note)
         return
     listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
-    # Up to 100 facts of 500 characters: this can run past one message.
-    await send_plain(
-        bot, message.chat.id, words.FACTS.format(facts=listing) + note, thread_id=topic_of(message)
+    # Up to 100 facts of 500 characters: this can run past one message. In a group, to the
+    # member who asked, never to the whole group (bot/personal.py).
+    await answer_personal(
+        bot, message, words, words.FACTS.format(facts=listing) + note, secret=True
     )
 
 

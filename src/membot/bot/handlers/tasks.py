@@ -8,14 +8,12 @@ in a private chat, by an administrator in a group."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from aiogram import Bot, F, Router
-from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardMarkup, Message
@@ -25,6 +23,7 @@ from aiogram.utils.keyboard import InlineKeyboardBuilder
 from membot.bot import texts
 from membot.bot.filters import Inline
 from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.personal import answer_personal, edit_personal
 from membot.bot.times import repeat_words, time_node, with_time
 from membot.clock import Clock
 from membot.config import TaskSettings
@@ -88,6 +87,7 @@ def task_list(
 
 async def tasks(
     message: Message,
+    bot: Bot,
     cid: ConversationId,
     state: ConversationState,
     words: texts.Texts,
@@ -97,7 +97,8 @@ async def tasks(
     zone = chat_zone(state.timezone, task_options.timezone)
     found = await task_store.tasks(cid.chat_id)
     content, keyboard = task_list(words, found, zone, group=message.chat.type != "private")
-    await message.answer(**content.as_kwargs(), reply_markup=keyboard)
+    # In a group, to the member who asked (bot/personal.py).
+    await answer_personal(bot, message, words, content, markup=keyboard)
 
 
 async def cancel_pressed(
@@ -135,9 +136,8 @@ async def cancel_pressed(
     zone = chat_zone(state.timezone, task_options.timezone)
     found = await task_store.tasks(chat)
     content, keyboard = task_list(words, found, zone, group=message.chat.type != "private")
-    # Cosmetic: an unchanged list is "message is not modified" to Telegram.
-    with contextlib.suppress(TelegramBadRequest):
-        await message.edit_text(**content.as_kwargs(), reply_markup=keyboard)
+    # Cosmetic: an unchanged list is "message is not modified" to Telegram (False).
+    await edit_personal(bot, message, content, keyboard)
 
 
 async def timezone(

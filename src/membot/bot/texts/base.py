@@ -21,6 +21,11 @@ class Texts:
     SUMMARY: str  # {summary}
     NO_FACTS: str
     FACTS: str  # {facts}
+    # In a group, what concerns one member goes to them alone (bot/personal.py): the head of
+    # the private copy when the group took no ephemeral message, and what the group is
+    # shown instead when the member cannot be written to privately either.
+    PERSONAL_FROM: str  # {chat}: the group's title
+    PERSONAL_START: str  # {name}: the member's first name; {bot}: the bot's @username
     TEXT_ONLY: str
     LLM_BUSY: str
     LLM_FAILED: str

@@ -44,6 +44,11 @@ EN = Texts(
         'e.g. "remember that I prefer short answers".'
     ),
     FACTS="Facts I keep for this chat:\n\n{facts}\n\nAsk me to forget any of them at any time.",
+    PERSONAL_FROM="From the group “{chat}”:",
+    PERSONAL_START=(
+        "{name}, this is for your eyes only and I can't show it to you here. Start a private "
+        "chat with me (@{bot}), then ask here again: I'll answer there."
+    ),
     TEXT_ONLY=(
         "Sorry, I can't read this kind of message. I read text, voice and audio messages, "
         "video notes, photos and documents (PDF, text, code)."
