@@ -108,6 +108,8 @@ class MembotApp:
             task_store=core.task_store,
             task_options=settings.tasks,
             clock=core.clock,
+            # /import: other assistants' exports into a chat's memory.
+            importer=core.importer,
             passing=passing,
             # STREAMING: the drafts' pacing, None for one message per answer.
             streaming=drafts if telegram.streaming else None,

@@ -9,9 +9,11 @@ did not declare) is FileTooBig too."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiogram import Bot
 from aiogram.exceptions import TelegramBadRequest
@@ -95,3 +97,21 @@ async def download(bot: Bot, sent: SentFile) -> Upload:
         raise FileTooBig(len(data))
     log.info("download: kind=%s size=%d", sent.kind, len(data))
     return Upload(kind=sent.kind, data=data, mime=sent.mime, name=sent.name, caption=sent.caption)
+
+
+async def download_to(bot: Bot, file_id: str, destination: Path) -> int:
+    """A file's bytes into `destination` (an export can be larger than is worth holding in
+    memory); its size. FileTooBig when Telegram will not serve it (over 20 MB from its cloud
+    Bot API; a local Bot API server serves more)."""
+    try:
+        file = await bot.get_file(file_id)
+    except TelegramBadRequest as exc:
+        if "too big" in exc.message.lower():
+            raise FileTooBig(TELEGRAM_DOWNLOAD_LIMIT + 1) from None
+        raise
+    if file.file_path is None:
+        raise FileTooBig(file.file_size or TELEGRAM_DOWNLOAD_LIMIT + 1)
+    await bot.download_file(file.file_path, destination, timeout=DOWNLOAD_TIMEOUT)
+    size = (await asyncio.to_thread(destination.stat)).st_size
+    log.info("download: kind=export size=%d", size)
+    return size

@@ -126,6 +126,8 @@ class Fields(EnvSettings):
     media_pdf_processes: int = Field(default=0, ge=0, le=64)
     media_max_pixels: int = Field(default=25_000_000, ge=1_000_000, le=200_000_000)
     media_image_decodes: int = Field(default=2, ge=1, le=64)
+    # /import: the largest export read, as sent and once decompressed, in MB.
+    import_max_mb: int = Field(default=200, ge=1, le=10_000)
     # Reminders and scheduled tasks the model sets in Telegram chats (membot.schedule).
     tasks_enabled: bool = Field(default=True, validation_alias="tasks")
     # A chat's time zone until it sets its own (/timezone): an IANA name.

@@ -133,6 +133,7 @@ class MediaSettings:
     pdf_processes: int  # PDF children at once; 0: one per CPU
     max_pixels: int  # the most pixels an image is decoded with
     image_decodes: int  # images decoded at once
+    import_max_mb: int  # the largest export /import reads, sent and decompressed
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,6 +136,7 @@ class Settings(Fields):
             pdf_processes=self.media_pdf_processes,
             max_pixels=self.media_max_pixels,
             image_decodes=self.media_image_decodes,
+            import_max_mb=self.import_max_mb,
         )
 
     @property

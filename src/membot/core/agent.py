@@ -1,7 +1,6 @@
-"""One turn of conversation, independent of any front door: history -> prompt -> LLM
-(-> tools) -> store -> reply. The turn plan (core/plan.py) says what the turn starts from and
-may write; the prompt is core/prompt.py's; the exchange with the model, in tool steps, is
-core/steps.py's."""
+"""One turn of conversation, independent of any front door: history -> prompt -> LLM (-> tools)
+-> store -> reply. The turn plan (core/plan.py) says what the turn starts from and may write;
+the prompt is core/prompt.py's; the exchange with the model, in tool steps, core/steps.py's."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from membot.core.consult import RoundPlan, initial_request_of
 from membot.core.facts import FactsDraft
+from membot.core.imported import summary_due, window_of
 from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.media import MediaReader, Understood
 from membot.core.offers import Offers
@@ -122,7 +122,7 @@ class Agent:
         opts = options or TurnOptions()
         cid = incoming.conversation
         ctx = await self.repository.context(cid, self.policy.read)
-        history = self.policy.window(ctx.meta.summarized_upto, ctx.history)
+        history = await window_of(self.repository, self.policy, ctx)
         plan = await self._plan(incoming, ctx.meta, opts)
         opening = plan.round
         call = opts.call or CallOptions()
@@ -213,7 +213,7 @@ class Agent:
         stored = await to_the_end(self._keep(cid, files, [user, *produced], after, facts))
         result = replace(result, first_seq=stored[0].seq, seq=stored[-1].seq)
         await sink.answer(result)
-        if self.summarizer.due(stored[-1].seq, ctx.meta.summarized_upto):
+        if summary_due(self.summarizer, ctx.meta, stored[-1].seq):
             self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))
         return result
 

@@ -216,7 +216,16 @@ class ConversationService:
         above it. Like set_language, refused while the storage cannot be read."""
         return await self._set(cid, search_off=not on)
 
-    async def _set(self, cid: ConversationId, **changes: str | bool | None) -> ConversationState:
+    async def await_import(
+        self, cid: ConversationId, user_id: int | None, until: str | None
+    ) -> ConversationState:
+        """/import without a file: this user's next document before `until` (ISO 8601) is
+        the export; None, None: no longer awaited."""
+        return await self._set(cid, import_by=user_id, import_until=until)
+
+    async def _set(
+        self, cid: ConversationId, **changes: str | int | bool | None
+    ) -> ConversationState:
         meta = await self.repository.get_meta(cid)
         if meta.degraded:
             raise StorageUnavailable(f"{cid}: the conversation's state cannot be read now")

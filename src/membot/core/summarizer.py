@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
+from membot.core.imported import Spans, own_messages
 from membot.core.language import language_name
 from membot.core.lease import SummaryLease
 from membot.core.window import WindowPolicy
@@ -85,28 +87,33 @@ class Summarizer:
 
     async def _summarize(self, cid: ConversationId) -> bool:
         meta = await self.repository.get_meta(cid)
-        if not self.due(meta.messages_total, meta.summarized_upto):
+        # Counted in the chat's own messages: imported ones (/import) are never summarized.
+        spans = Spans.of(meta)
+        total, upto = spans.own_seq(meta.messages_total), spans.own_seq(meta.summarized_upto)
+        if not self.due(total, upto):
             return False
         cap = self.every * MAX_BLOCK_FACTOR
-        if meta.unsummarized - self.policy.size > cap:
+        if total - upto - self.policy.size > cap:
             # Oldest first, so nothing is skipped: the rest stays due, and the next turn's
             # summary carries on from where this one stops.
             log.warning(
                 "%s: %d messages await a summary; summarizing the oldest %d",
                 cid,
-                meta.unsummarized,
+                total - upto,
                 cap,
             )
-        read: list[Message] = []
+        read: list[Message] = []  # numbered as the chat's own (Spans.own_seq)
+        stored: dict[int, Message] = {}
         async with contextlib.aclosing(
-            self.repository.iter_messages(cid, after_seq=meta.summarized_upto)
+            own_messages(self.repository, cid, meta.summarized_upto, spans)
         ) as messages:
             async for message in messages:
-                read.append(message)
+                stored[own := spans.own_seq(message.seq)] = message
+                read.append(replace(message, seq=own))
                 if len(read) > cap:  # one past the block: where the window starts
                     break
-        end = self.policy.boundary(meta.summarized_upto, meta.messages_total, read, cap)
-        block = [m for m in read if m.seq <= end]
+        end = self.policy.boundary(upto, total, read, cap)
+        block = [stored[m.seq] for m in read if m.seq <= end]
         if not block:
             return False
         previous = await self.repository.get_summary(cid)

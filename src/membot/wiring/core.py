@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.agent import Agent
+from membot.core.importer import Importer
 from membot.core.service import ConversationService
+from membot.core.window import WindowPolicy
 from membot.llm.model import ChatModel
 from membot.memory.contract.repository import ChatRepository, CheckedAtStart
 from membot.private import exposed
@@ -63,6 +65,8 @@ class Core:
     clock: Clock = utc_now
     # MCP_CONFIG's servers: their sessions, kept open from start to aclose (None: no servers).
     mcp: McpTools | None = None
+    # /import: other assistants' exports brought into a chat's memory.
+    importer: Importer | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -159,7 +163,17 @@ def build_core(
         task_store,
         clock,
         mcp,
+        importer=_build_importer(settings, repository),
     )
+
+
+def _build_importer(settings: Settings, repository: ChatRepository) -> Importer:
+    """Redis keeps REDIS_MAX_MESSAGES of a chat: an import leaves room for its own window."""
+    if settings.storage.backend != "redis":
+        return Importer(repository)
+    conversation = settings.conversation
+    keep = WindowPolicy(conversation.window_size, conversation.summary_every).read
+    return Importer(repository, max_messages=settings.redis.max_messages, keep=keep)
 
 
 def _build_mcp(settings: Settings) -> McpTools | None:

@@ -145,6 +145,16 @@ class Texts:
     NO_IMAGES: str  # {model}, {models}
     NO_IMAGES_AT_ALL: str  # {model}
 
+    # /import: another assistant's export brought in.
+    IMPORT_SEND: str  # {minutes}
+    IMPORT_DONE: str  # {conversations}, {messages}, {first}, {last}
+    IMPORT_NOTHING_NEW: str
+    IMPORT_NOT_EXPORT: str
+    IMPORT_BROKEN: str
+    IMPORT_TOO_BIG: str  # {limit_mb}
+    IMPORT_TOO_MANY: str  # {count}, {limit}
+    IMPORT_ADMINS_ONLY: str
+
     # A user outside ALLOWED_USER_IDS (in their Telegram app's language).
     NOT_ALLOWED: str
 

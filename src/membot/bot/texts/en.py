@@ -28,6 +28,8 @@ EN = Texts(
         "/timezone [zone] - this chat's time zone: see it, or set it (e.g. "
         "/timezone Europe/Berlin)\n"
         "/tools - what I can use here: built-in tools and tools from connected servers\n"
+        "/import - bring in your ChatGPT or Claude conversations (send the export with "
+        "this caption)\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
         "Voice messages, photos and documents (PDF, text, code) work too.\n"
@@ -209,6 +211,34 @@ EN = Texts(
         "Describe the picture in words, or ask the bot's operator to add a model that sees "
         "images to MODELS."
     ),
+    IMPORT_SEND=(
+        "Send me the export as a file now (within {minutes} minutes): from ChatGPT the ZIP of "
+        "Settings → Data controls → Export data, or its conversations.json; from Claude the "
+        "ZIP of Settings → Privacy → Export data, or its conversations.json."
+    ),
+    IMPORT_DONE=(
+        "Imported {conversations} conversations, {messages} messages, from {first} to "
+        "{last}. Ask me about them any time: I search them when needed, and they stay out "
+        "of our recent messages and the summary."
+    ),
+    IMPORT_NOTHING_NEW="Nothing new to import: every conversation in it is here already.",
+    IMPORT_NOT_EXPORT=(
+        "This is not a ChatGPT or Claude export (the ZIP from Export data, or its "
+        "conversations.json). Nothing was imported."
+    ),
+    IMPORT_BROKEN=(
+        "I couldn't read this export: the ZIP or JSON is damaged or incomplete. Nothing was "
+        "imported."
+    ),
+    IMPORT_TOO_BIG=(
+        "This export is too big: I import up to {limit_mb} MB. A ZIP of conversations.json "
+        "alone is much smaller. Nothing was imported."
+    ),
+    IMPORT_TOO_MANY=(
+        "This export has {count} new messages, and this chat keeps at most {limit}. Nothing "
+        "was imported."
+    ),
+    IMPORT_ADMINS_ONLY="Only the group's administrators can import into this chat.",
     NOT_ALLOWED="Sorry, this bot is private.",
     COMMANDS=(
         ("start", "Say hello"),
@@ -226,6 +256,7 @@ EN = Texts(
         ("tasks", "Reminders and tasks in this chat"),
         ("timezone", "This chat's time zone"),
         ("tools", "What I can use in this chat"),
+        ("import", "Bring in ChatGPT or Claude conversations"),
         ("reset", "Forget this chat"),
     ),
 )

@@ -74,6 +74,9 @@ class Message:
     task: str | None = None
     # An answer's sources (the pages a web search found that it cites), in order, each once.
     sources: tuple[Source, ...] = ()
+    # Brought in by /import from another assistant's export ("chatgpt:<conversation id>:<message
+    # id>", "claude:…"): searchable, never replayed into the window or the summary.
+    origin: str | None = None
 
     def with_sources(self) -> str:
         """The content followed by its sources as text (sources_text), or the content."""
@@ -85,7 +88,7 @@ class Message:
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
         data["content"] = self.content
-        for key in ("user_id", "name", "tg_message_id", "tool_call_id", "task"):
+        for key in ("user_id", "name", "tg_message_id", "tool_call_id", "task", "origin"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -126,6 +129,7 @@ class Message:
                 delivery=Delivery.from_dict(data["delivery"]) if "delivery" in data else None,
                 task=opt_str(data.get("task")),
                 sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
+                origin=opt_str(data.get("origin")),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None

@@ -99,6 +99,13 @@ class ConversationState:
     timezone: str | None = None
     # The chat turned web search off (/search off); the model may search (WEB_SEARCH) unless.
     search_off: bool = False
+    # The archive's stretches (first seq, last seq) that /import brought in, each one append:
+    # the window and the summary pass over them without reading them (core/imported.py).
+    imported: tuple[tuple[int, int], ...] = ()
+    # /import was sent without a file: the next document of this user (a Telegram user id)
+    # before this time (ISO 8601) is the export.
+    import_by: int | None = None
+    import_until: str | None = None
 
     @property
     def consulting(self) -> bool:
@@ -133,6 +140,10 @@ class ConversationState:
             data["timezone"] = self.timezone
         if self.search_off:
             data["search_off"] = True
+        if self.imported:
+            data["imported"] = [list(span) for span in self.imported]
+        if self.import_by is not None and self.import_until is not None:
+            data["import_by"], data["import_until"] = self.import_by, self.import_until
         return data
 
     @classmethod
@@ -154,4 +165,7 @@ class ConversationState:
             persona=opt_str(data.get("persona")),
             timezone=opt_str(data.get("timezone")),
             search_off=data.get("search_off") is True,
+            imported=tuple((int(a), int(b)) for a, b in data.get("imported") or ()),
+            import_by=opt_int(data.get("import_by")),
+            import_until=opt_str(data.get("import_until")),
         )
