@@ -21,6 +21,7 @@ def test_defaults_in_the_media_group() -> None:
         pdf_processes=0,
         max_pixels=25_000_000,
         image_decodes=2,
+        import_max_mb=200,
     )
 
 
@@ -34,9 +35,10 @@ def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEDIA_PDF_PROCESSES", "2")
     monkeypatch.setenv("MEDIA_MAX_PIXELS", "2000000")
     monkeypatch.setenv("MEDIA_IMAGE_DECODES", "3")
+    monkeypatch.setenv("IMPORT_MAX_MB", "50")
     media = load_settings(_env_file=None, **BASE).media
     assert media == MediaSettings(
-        "openai/gpt-4o-mini-transcribe", 120, 0, 5000, 2.5, 256, 2, 2_000_000, 3
+        "openai/gpt-4o-mini-transcribe", 120, 0, 5000, 2.5, 256, 2, 2_000_000, 3, 50
     )
 
 
@@ -51,6 +53,7 @@ def test_variables_set_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
         ("media_pdf_timeout", "0"),
         ("media_pdf_memory_mb", "64"),
         ("media_pdf_processes", "-1"),
+        ("import_max_mb", "0"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:

@@ -14,21 +14,22 @@ import asyncio
 import logging
 import shutil
 import tempfile
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from aiogram import Bot, F, Router
-from aiogram.filters import Command, Filter
+from aiogram.filters import Command
 from aiogram.types import Message
 from aiogram.utils.chat_action import ChatActionSender
 
 from membot.bot import texts
+from membot.bot.awaited import AwaitedExport
 from membot.bot.files import download_to
 from membot.bot.filters import Inline
 from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.refusals import over_limit
 from membot.bot.turns import to_incoming
-from membot.clock import Clock, iso, parse_iso
+from membot.clock import Clock, iso
 from membot.config.groups import MediaSettings
 from membot.core.importer import Importer, ImportReport, TooManyToImport
 from membot.core.service import ConversationService
@@ -51,26 +52,6 @@ def build_router() -> Router:
     router.message.register(on_import, Command("import"))
     router.message.register(on_import_file, Inline(F.document), AwaitedExport())
     return router
-
-
-def _awaited(state: ConversationState, user_id: int | None, now: datetime) -> bool:
-    return (
-        user_id is not None
-        and state.import_by == user_id
-        and state.import_until is not None
-        and now < parse_iso(state.import_until)
-    )
-
-
-class AwaitedExport(Filter):
-    """A document from the user who sent /import alone, while it is awaited."""
-
-    async def __call__(self, message: Message, service: ConversationService, clock: Clock) -> bool:
-        user = message.from_user
-        if user is None:
-            return False
-        state = await service.state(ConversationId.telegram(message.chat.id))
-        return _awaited(state, user.id, clock())
 
 
 async def on_import(
