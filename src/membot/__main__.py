@@ -1,5 +1,5 @@
-"""`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `migrate` /
-`usage` / `--version` (also `python -m membot`)."""
+"""`membot run` / `worker` / `receive` / `api` / `check-config` / `search` / `mcp` /
+`migrate` / `usage` / `--version` (also `python -m membot`)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,18 @@ def _main(argv: list[str] | None) -> int:
         type=Path,
         help="the archive (STORAGE=files) and the index cache; default: DATA_DIR, else data",
     )
+    mcp = sub.add_parser(
+        "mcp", help="serve one conversation's memory over MCP (stdio; --http for HTTP)"
+    )
+    which = mcp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--chat", metavar="CHAT_ID", help="a Telegram chat's memory")
+    which.add_argument("--session", metavar="SESSION_ID", help="an HTTP API session's memory")
+    mcp.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at http://HOST:PORT/mcp (bearer: one of API_TOKENS)",
+    )
+    mcp.add_argument("--data-dir", type=Path, default=None, help="instead of DATA_DIR")
     migrate = sub.add_parser(
         "migrate",
         help="copy conversations and tasks between the file and Redis backends (needs no tokens)",
@@ -109,6 +121,12 @@ def _main(argv: list[str] | None) -> int:
         from membot.usage.cli import run_usage
 
         return run_usage(args.since, as_json=args.json)
+
+    if command == "mcp":
+        # Before load_settings: serving memory needs no Telegram or OpenRouter tokens.
+        from membot.serve.cli import run_mcp
+
+        return run_mcp(chat=args.chat, session=args.session, http=args.http, data_dir=args.data_dir)
 
     if command == "search":
         # Before load_settings: searching needs no Telegram or OpenRouter tokens.

@@ -22,7 +22,17 @@ from membot.config import Settings, env_names
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-CLI_COMMANDS = ["run", "worker", "receive", "api", "check-config", "search", "migrate", "usage"]
+CLI_COMMANDS = [
+    "run",
+    "worker",
+    "receive",
+    "api",
+    "check-config",
+    "search",
+    "mcp",
+    "migrate",
+    "usage",
+]
 
 
 def read(name: str) -> str:

@@ -84,7 +84,9 @@ def run_search(
     redis = values["storage"] == "redis"
     where = f"Redis (REDIS_PREFIX {values['redis_prefix']})" if redis else str(root)
     try:
-        found = asyncio.run(_recall(_open(values, root), root, chat, query, period, tokens))
+        found = asyncio.run(
+            _recall(open_repository(values, root), root, chat, query, period, tokens)
+        )
     except (StorageUnavailable, OSError) as exc:
         if not redis:
             raise
@@ -129,8 +131,8 @@ def _fail(line: str) -> int:
     return 2
 
 
-def _open(values: dict[str, Any], root: Path) -> ChatRepository:
-    """The archive as the bot stores it: DATA_DIR's files or Redis (read only here)."""
+def open_repository(values: dict[str, Any], root: Path) -> ChatRepository:
+    """The storage as the bot uses it: DATA_DIR's files or Redis."""
     if values["storage"] != "redis":
         return FileRepository(root)
     from membot.memory.redis import RedisRepository

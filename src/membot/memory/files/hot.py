@@ -1,10 +1,12 @@
-"""Recent conversations' contexts, kept in memory by the files backend.
+"""Recent conversations' contexts, kept in memory by the files backend, and reading one.
 
 A turn starts by reading its conversation's context: the last WINDOW_SIZE messages, the
 summary, meta and the facts, four files read in a worker thread. The files backend is the
 only writer of its DATA_DIR (one process per DATA_DIR), so a context once read is kept true
 by that backend's own writes: an append adds its messages to it, every other write (a
-summary, a state, facts, a reset) drops it, to be read again by the next turn. Only the
+summary, a state, facts, a reset) drops it, to be read again by the next turn. The one
+exception is the facts, which `membot mcp` may change beside the bot: a context is used only
+while facts.json is the file it was read with. Only the
 event loop's thread touches it. Bounded (least recently used first out): memory grows with
 the conversations in use, not with those stored.
 """
@@ -12,11 +14,15 @@ the conversations in use, not with those stored.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.memory.contract.models import ChatContext, ChatMeta, Message
+from membot.memory.files.archive import read_tail, read_text
+from membot.memory.files.layout import MESSAGES, SUMMARY, load_meta
+from membot.memory.files.smallfiles import FACTS, facts_signature, read_facts
 
 # Conversations whose context is kept: a few hundred KiB each at most (a window of long
 # messages), so a few hundred MiB at worst, and a few MiB for everyday chats.
@@ -31,6 +37,9 @@ class Hot:
     summary: str
     meta: ChatMeta
     facts: list[str]
+    # facts.json as it was when read (smallfiles.facts_signature): a `membot mcp` beside the
+    # bot may change the facts, the one write that is not this backend's own.
+    facts_seen: tuple[int, int, int] | None = None
 
 
 class HotContexts:
@@ -38,11 +47,17 @@ class HotContexts:
         self.capacity = capacity
         self._entries: OrderedDict[ConversationId, Hot] = OrderedDict()
 
-    def get(self, cid: ConversationId, limit: int) -> ChatContext | None:
-        """The context, if kept and deep enough for `limit` messages. Copies of what the
-        caller could change: the kept one must stay what is on disk."""
+    def get(
+        self, cid: ConversationId, limit: int, facts_now: Callable[[], object]
+    ) -> ChatContext | None:
+        """The context, if kept, deep enough for `limit` messages and its facts still what
+        `facts_now()` finds. Copies of what the caller could change: the kept one must stay
+        what is on disk."""
         hot = self._entries.get(cid)
         if hot is None or (limit > hot.depth and not hot.whole):
+            return None
+        if facts_now() != hot.facts_seen:
+            del self._entries[cid]
             return None
         self._entries.move_to_end(cid)
         return ChatContext(
@@ -52,8 +67,15 @@ class HotContexts:
             facts=list(hot.facts),
         )
 
-    def put(self, cid: ConversationId, context: ChatContext, limit: int) -> None:
-        """Keep a context just read from disk with `limit` messages asked for."""
+    def put(
+        self,
+        cid: ConversationId,
+        context: ChatContext,
+        limit: int,
+        facts_seen: tuple[int, int, int] | None,
+    ) -> None:
+        """Keep a context just read from disk with `limit` messages asked for, its facts
+        read from facts.json as `facts_seen` found it."""
         if limit <= 0:
             return  # no history read: nothing it could answer later without the disk
         depth = limit
@@ -66,6 +88,7 @@ class HotContexts:
                 summary=context.summary,
                 meta=replace(context.meta),
                 facts=list(context.facts),
+                facts_seen=facts_seen,
             ),
         )
 
@@ -101,3 +124,20 @@ class HotContexts:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def read_context(
+    directory: Path, cid: ConversationId, limit: int
+) -> tuple[tuple[int, int, int] | None, ChatContext]:
+    """A conversation's context read from its directory (blocking: a worker thread), with
+    facts.json's signature as it was just before the facts were read (a change after it is
+    seen by the next turn)."""
+    history = read_tail(directory / MESSAGES, max(limit, 1))
+    meta = load_meta(directory, cid, last=history[-1] if history else None, known=True)
+    seen = facts_signature(directory)
+    return seen, ChatContext(
+        history=history[-limit:] if limit > 0 else [],
+        summary=read_text(directory / SUMMARY),
+        meta=meta,
+        facts=[f["text"] for f in read_facts(directory / FACTS)],
+    )

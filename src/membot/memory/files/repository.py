@@ -50,7 +50,7 @@ from membot.memory.files.archive import (
     tail_of,
 )
 from membot.memory.files.delivery import FileDeliveries, mark_pending
-from membot.memory.files.hot import HotContexts
+from membot.memory.files.hot import HotContexts, read_context
 from membot.memory.files.layout import (
     FILES,
     MESSAGES,
@@ -64,7 +64,13 @@ from membot.memory.files.layout import (
     remove,
     write_meta,
 )
-from membot.memory.files.smallfiles import FACTS, add_fact, read_facts, remove_facts
+from membot.memory.files.smallfiles import (
+    FACTS,
+    add_fact,
+    facts_signature,
+    read_facts,
+    remove_facts,
+)
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)
@@ -91,13 +97,15 @@ class FileRepository(FileDeliveries):
         return await asyncio.to_thread(read_tail, self.conversation_dir(cid) / MESSAGES, limit)
 
     async def context(self, cid: ConversationId, limit: int) -> ChatContext:
-        found = self._hot.get(cid, limit)
+        directory = self.conversation_dir(cid)
+        # One stat in the event loop, not a thread's hop: facts `membot mcp` changed are read.
+        found = self._hot.get(cid, limit, lambda: facts_signature(directory))
         if found is not None:
             return found
         # Under the lock: no write may land between the read and keeping what it read.
         async with self._lock(cid):
-            context = await asyncio.to_thread(self._context_sync, cid, limit)
-            self._hot.put(cid, context, limit)
+            seen, context = await asyncio.to_thread(read_context, directory, cid, limit)
+            self._hot.put(cid, context, limit, seen)
         return context
 
     async def iter_messages(
@@ -194,17 +202,6 @@ class FileRepository(FileDeliveries):
         return None
 
     # -- sync internals (worker threads) --------------------------------------------------
-
-    def _context_sync(self, cid: ConversationId, limit: int) -> ChatContext:
-        directory = self.conversation_dir(cid)
-        history = read_tail(directory / MESSAGES, max(limit, 1))
-        meta = load_meta(directory, cid, last=history[-1] if history else None, known=True)
-        return ChatContext(
-            history=history[-limit:] if limit > 0 else [],
-            summary=read_text(directory / SUMMARY),
-            meta=meta,
-            facts=[f["text"] for f in read_facts(directory / FACTS)],
-        )
 
     def _append_sync(self, cid: ConversationId, messages: Sequence[Message]) -> list[Message]:
         directory = self.conversation_dir(cid)
