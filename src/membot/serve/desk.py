@@ -10,14 +10,11 @@ from dataclasses import dataclass
 from membot.clock import Clock, utc_now
 from membot.core.tools.builtin import MAX_FACT_CHARS, MAX_FACTS
 from membot.ids import ConversationId
+from membot.llm.tools import ToolError
 from membot.memory.contract.repository import ChatRepository
 from membot.search.index import HistorySearch
 from membot.search.period import BadPeriod, parse_period
 from membot.search.present import format_excerpts
-
-
-class DeskError(Exception):
-    """A call the memory cannot carry out; its message goes back to the calling agent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +52,11 @@ class MemoryDesk:
         self, query: str, since: str | None = None, until: str | None = None
     ) -> str:
         if not query.strip():
-            raise DeskError("the query is empty")
+            raise ToolError("the query is empty")
         try:
             first, end = parse_period(since, until)
         except BadPeriod as exc:
-            raise DeskError(str(exc)) from None
+            raise ToolError(str(exc)) from None
         if (await self.repository.get_meta(self.cid)).messages_total == 0:
             # HistorySearch drops the index of an empty archive: nothing to search anyway.
             return "No messages are stored in this conversation yet."
@@ -74,12 +71,12 @@ class MemoryDesk:
     async def remember(self, fact: str) -> str:
         text = " ".join(fact.split())
         if not text:
-            raise DeskError("the fact is empty")
+            raise ToolError("the fact is empty")
         if len(text) > MAX_FACT_CHARS:
-            raise DeskError(f"a fact is at most {MAX_FACT_CHARS} characters")
+            raise ToolError(f"a fact is at most {MAX_FACT_CHARS} characters")
         added = await self.repository.add_fact(self.cid, text, MAX_FACTS)
         if added is None:
-            raise DeskError(f"{MAX_FACTS} facts are already kept; forget some first")
+            raise ToolError(f"{MAX_FACTS} facts are already kept; forget some first")
         verb = "Remembered" if added else "Already remembered"
         return f"{verb} (id {fact_id(text)}): {text}"
 
@@ -87,8 +84,8 @@ class MemoryDesk:
         facts = await self.repository.get_facts(self.cid)
         matches = [text for text in facts if fact_id(text) == wanted.strip()]
         if not matches:
-            raise DeskError(f"no kept fact has the id {wanted!r}; list_facts gives the ids")
+            raise ToolError(f"no kept fact has the id {wanted!r}; list_facts gives the ids")
         removed = await self.repository.remove_facts(self.cid, matches)
         if not removed:  # removed by someone else between the two reads
-            raise DeskError(f"no kept fact has the id {wanted!r} any more")
+            raise ToolError(f"no kept fact has the id {wanted!r} any more")
         return "Forgot: " + "; ".join(removed)

@@ -14,7 +14,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from membot.core.tools.builtin import MAX_FACT_CHARS
-from membot.serve.desk import DeskError, MemoryDesk
+from membot.llm.tools import ToolError as Refused
+from membot.serve.desk import MemoryDesk
 
 INSTRUCTIONS = (
     "The long-term memory of one conversation with membot, an assistant that remembers: "
@@ -82,7 +83,7 @@ def build_server(desk: MemoryDesk) -> MCPServer:
 async def _call(work: Awaitable[_T]) -> _T:
     try:
         return await work
-    except DeskError as exc:
+    except Refused as exc:  # the calling agent reads it, as the model reads a tool's error
         raise ToolError(str(exc)) from None
 
 
