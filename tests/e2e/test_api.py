@@ -107,6 +107,7 @@ async def test_the_documented_consultation_of_three_rounds(api: RunningApi, llm:
         "maxRounds": 3,
         "sessionId": sid,
         "sources": [],
+        "citations": [],
     }
     second = await api.client.chat(coach_body(COACH_MESSAGES[1], sid))
     assert (second.status, second.body["round"], second.body["isComplete"]) == (200, 2, False)
@@ -121,6 +122,7 @@ async def test_the_documented_consultation_of_three_rounds(api: RunningApi, llm:
         "maxRounds": 3,
         "sessionId": sid,
         "sources": [],
+        "citations": [],
     }
 
     prompts = [system_prompt(r) for r in llm.chat_requests]
@@ -164,6 +166,7 @@ async def test_a_request_without_rounds_is_one_complete_plain_round(
         "maxRounds": 1,
         "sessionId": sid,
         "sources": [],
+        "citations": [],
     }
     prompt = system_prompt(llm.chat_requests[0])
     assert "Round" not in prompt and "final round" not in prompt
@@ -391,7 +394,8 @@ async def test_health_and_openapi_need_no_token(api: RunningApi) -> None:
     }  # fmt: skip
     schemas = document.body["components"]["schemas"]
     assert set(schemas["ChatResponse"]["required"]) == {
-        "content", "model", "isComplete", "round", "maxRounds", "sessionId", "sources"
+        "content", "model", "isComplete", "round", "maxRounds", "sessionId", "sources",
+        "citations"
     }  # fmt: skip
     assert set(schemas["ChatRequest"]["properties"]) == {
         "message", "model", "maxTokens", "disableSearch", "systemPrompt", "outputFormat",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
+from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -182,6 +183,17 @@ class SourceLink(BaseModel):
     title: str = Field(description="The page's title (empty when the provider gave none).")
 
 
+class CitationRef(BaseModel):
+    model_config = ConfigDict(
+        json_schema_serialization_defaults_required=True, title="Citation", frozen=True
+    )
+
+    id: int = Field(description="The cited message's id: its position in the session's archive.")
+    date: datetime = Field(description="When the cited message was written (UTC).")
+    author: str = Field(description="Who wrote it: its sender's name, else `user` or `assistant`.")
+    quote: str = Field(description="The part of it the answer rests on, as written there.")
+
+
 class ChatResponse(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -202,6 +214,14 @@ class ChatResponse(BaseModel):
         description=(
             "The pages the answer cites, in order, each once: the model's web searches "
             "(WEB_SEARCH, unless disableSearch). Empty when it searched nothing."
+        ),
+    )
+    citations: list[CitationRef] = Field(
+        default_factory=list,
+        description=(
+            "Earlier messages of the session the answer rests on, in the order first cited, "
+            "each once: what the model's search of the archive found and it cited. Empty "
+            "when it cited none."
         ),
     )
 

@@ -29,6 +29,7 @@ from membot.api.models import (
     MAX_BODY_BYTES,
     ChatRequest,
     ChatResponse,
+    CitationRef,
     Health,
     SourceLink,
     parse_chat_request,
@@ -161,6 +162,10 @@ class ApiServer:
             max_rounds=reply.max_rounds,
             session_id=reply.session_id,
             sources=[SourceLink(url=s.url, title=s.title) for s in reply.sources],
+            citations=[
+                CitationRef(id=c.id, date=c.ts, author=c.author, quote=c.quote)
+                for c in reply.citations
+            ],
         )
         return response.model_dump(mode="json")
 

@@ -193,8 +193,7 @@ class Agent:
                 "%s: the model started a consultation of %d rounds", cid, plan.round.max_rounds
             )
         after = plan.state_after()
-        stopped = produced[-1].stopped
-        if stopped:  # a consultation's round is answered all the same (stored below)
+        if stopped := produced[-1].stopped:  # a consultation's round is answered all the same
             log.info("%s: answer stopped by the user, kept as written so far", cid)
         result = TurnResult(
             reply=produced[-1].content,
@@ -204,6 +203,7 @@ class Agent:
             heard=seen.heard,
             stopped=stopped,
             sources=produced[-1].sources,
+            citations=produced[-1].citations,
         )
         if isinstance(sink, DeliveringSink):  # sent again by the next process if need be
             produced[-1] = replace(produced[-1], delivery=sink.delivery(result))

@@ -28,6 +28,7 @@ from membot.ids import API, ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.contract.attachment import new_file_key
+from membot.memory.contract.citation import Citation
 from membot.memory.contract.models import ChatMeta, Source
 from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.contract.state import ConversationState, SessionConfig
@@ -83,6 +84,7 @@ class SessionReply:
     max_rounds: int
     complete: bool
     sources: tuple[Source, ...] = ()  # the pages the answer cites (its web searches)
+    citations: tuple[Citation, ...] = ()  # the archive's messages it cites (core/citing.py)
 
 
 class _Quiet:
@@ -281,4 +283,5 @@ def _reply(sid: uuid.UUID, result: TurnResult) -> SessionReply:
         max_rounds=plan.max_rounds if plan else 1,
         complete=result.complete,
         sources=result.sources,
+        citations=result.citations,
     )

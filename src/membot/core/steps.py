@@ -21,6 +21,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from membot.core.citing import MarkerFilter, cite, strip_markers
 from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
@@ -111,12 +112,13 @@ class ToolSteps:
             # An answer held to a format is checked (and maybe repaired) before it is shown.
             streamed = sink if isinstance(sink, StreamingSink) and output is None else None
             if stop is not None and stop.is_set():
-                return self._stopped(produced, "", request, cited)
+                return await self._stopped(produced, "", request, cited, tool_ctx)
             if stop is not None and streamed is not None:
                 shown: list[str] = []
                 answered = await until_stopped(self._call(request, streamed, shown), stop)
                 if answered is None:
-                    return self._stopped(produced, "".join(shown), request, cited)
+                    written = "".join(shown)
+                    return await self._stopped(produced, written, request, cited, tool_ctx)
                 response = answered
             else:
                 response = await self._call(request, streamed)
@@ -135,8 +137,13 @@ class ToolSteps:
                         messages, text, response, output, call, offer.no_consult
                     )
                     cited.add(response)
-                produced.append(Message(role="assistant", content=text, sources=cited.sources))
+                text, quoted = await cite(
+                    text, tool_ctx.recalled, tool_ctx.repository, tool_ctx.conversation
+                )
+                answer = Message(role="assistant", content=text, sources=cited.sources)
+                produced.append(replace(answer, citations=quoted))
                 return produced, response
+            text = strip_markers(text)  # beside a call: what it cites is not shown
             if text:
                 await _progress(tool_ctx.conversation, sink, text)
             if stop is None:
@@ -151,7 +158,7 @@ class ToolSteps:
                     plan.undo(before)
                     if text:
                         produced.append(Message(role="assistant", content=text))
-                    return self._stopped(produced, "", request, cited)
+                    return await self._stopped(produced, "", request, cited, tool_ctx)
                 results = ran
             step = [
                 Message(
@@ -178,15 +185,22 @@ class ToolSteps:
                     exchanged.append(seen)  # this turn only: the archive keeps the text
         raise AssertionError("unreachable: the final step always returns")
 
-    def _stopped(
-        self, produced: list[Message], text: str, request: ModelRequest, cited: Cited
+    async def _stopped(
+        self,
+        produced: list[Message],
+        text: str,
+        request: ModelRequest,
+        cited: Cited,
+        ctx: TurnContext,
     ) -> tuple[list[Message], LLMResponse]:
         """The user stopped the answer: what was written of it so far is the answer (with
-        the sources the steps before it cited)."""
-        text = text.strip()
-        produced.append(
-            Message(role="assistant", content=text, stopped=True, sources=cited.sources)
+        the sources the steps before it cited, and the messages it cited so far)."""
+        text, quoted = await cite(
+            text, ctx.recalled, ctx.repository, ctx.conversation, finished=False
         )
+        text = text.strip()
+        answer = Message(role="assistant", content=text, stopped=True, sources=cited.sources)
+        produced.append(replace(answer, citations=quoted))
         model = request.model_or(self.model.model_name)
         return produced, LLMResponse(content=text, model=model, finish_reason="stopped")
 
@@ -201,17 +215,20 @@ class ToolSteps:
         if sink is None:
             return await self.model.complete(request)
         visible = VisibleText()
+        markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
         items = self.model.stream(request)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.
         async with aclosing(items):
             async for item in items:
                 if not isinstance(item, str):
+                    if tail := markers.flush():
+                        await sink.delta(tail)
                     return item
                 piece = visible.feed(item)
-                if piece:
-                    if shown is not None:
-                        shown.append(piece)
+                if piece and shown is not None:
+                    shown.append(piece)
+                if piece := markers.feed(piece):
                     await sink.delta(piece)
         raise LLMUnavailable("the stream ended without an answer")
 

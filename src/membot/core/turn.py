@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from membot.core.consult import RoundPlan
 from membot.core.media import Upload
 from membot.ids import ConversationId
+from membot.memory.contract.citation import Citation
 from membot.memory.contract.delivery import Delivery
 from membot.memory.contract.models import Source
 from membot.memory.contract.state import ConversationState
@@ -82,6 +83,9 @@ class TurnResult:
     # The pages the answer cites (the model's web searches), stored with it: a front door
     # shows them under it (Telegram's numbered links, the API's `sources`).
     sources: tuple[Source, ...] = ()
+    # The archive's messages the answer cites (core/citing.py), stored with it: Telegram
+    # replies to one and quotes the others under it, the API returns `citations`.
+    citations: tuple[Citation, ...] = ()
 
     @property
     def complete(self) -> bool:

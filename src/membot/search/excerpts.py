@@ -94,11 +94,11 @@ def one_line(text: str, limit: int = MAX_LINE_CHARS) -> str:
 
 
 def line_text(entry: SearchHit) -> str:
-    """How a message is shown: date, time, sender, text (one line)."""
+    """How a message is shown: its id (what an answer cites), date, time, sender, text."""
     when = entry.ts.strftime("%Y-%m-%d %H:%M")
     # A name's line breaks must not start a line of their own either.
     who = f"{entry.role} ({one_line(entry.name)})" if entry.name else entry.role
-    return f"[{when}] {who}: {message_text(entry.content)}"
+    return f"[#{entry.seq}] [{when}] {who}: {message_text(entry.content)}"
 
 
 def message_text(text: str) -> str:

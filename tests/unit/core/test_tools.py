@@ -236,8 +236,8 @@ async def test_search_history_shows_dated_excerpts_within_the_budget(
     header, *lines = result.content.split("\n\n")[1].splitlines()
     assert header.startswith("--- 2025-03-01") and header.endswith(" (3 months ago) ---")
     assert lines[:2] == [
-        "[2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan",
-        "[2025-03-01 14:02] assistant: Kazan is a lovely city!",
+        "[#1] [2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan",
+        "[#2] [2025-03-01 14:02] assistant: Kazan is a lovely city!",
     ]
     # The chat's budget (SEARCH_BUDGET_TOKENS) bounds what a search shows.
     small = TurnContext(

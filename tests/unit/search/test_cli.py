@@ -99,7 +99,7 @@ def test_human_output_with_data_dir(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0
     assert lines[0] == INTRO
     assert re.fullmatch(r"--- 2025-03-01 \(\d+ (months|years) ago\) ---", lines[2]), lines
-    assert lines[3] == "[2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan"
+    assert lines[3] == "[#1] [2025-03-01 14:02] user (Anna): My sister Olga lives in Kazan"
 
 
 async def test_it_prints_what_the_model_sees(tmp_path: Path) -> None:

@@ -201,7 +201,7 @@ async def test_a_long_message_is_cut_in_the_text_and_whole_in_the_json(
     await repo.append(CHAT, chat({5: long}, 20))
     shown = await search.recall(CHAT, "zebra")
     [line] = [t for t in format_excerpts(shown, NOW).splitlines() if "zebra" in t]
-    assert line.startswith("[2025-03-01 12:05] user (Anna): the zebra story and then")
+    assert line.startswith("[#5] [2025-03-01 12:05] user (Anna): the zebra story and then")
     assert line.endswith("…") and len(line.split(": ", 1)[1]) == MAX_LINE_CHARS
     [message] = [m for e in excerpts_json(shown) for m in e["messages"] if m["seq"] == 5]  # type: ignore[attr-defined]
     assert message["content"] == long
@@ -251,13 +251,13 @@ async def test_every_line_is_dated_and_each_excerpt_says_how_long_ago(
             INTRO,
             "",
             "--- 2025-04-15 to 2025-04-16 (7 weeks ago) ---",
-            "[2025-04-15 23:58] assistant: small talk number 24",
-            "[2025-04-15 23:59] user (Anna): small talk number 25",
-            "[2025-04-16 00:00] assistant: small talk number 26",
+            "[#24] [2025-04-15 23:58] assistant: small talk number 24",
+            "[#25] [2025-04-15 23:59] user (Anna): small talk number 25",
+            "[#26] [2025-04-16 00:00] assistant: small talk number 26",
             "",
             "--- 2025-03-01 (3 months ago) ---",
-            "[2025-03-01 12:05] user (Anna): small talk number 5",
-            "[2025-03-01 12:06] assistant: small talk number 6",
+            "[#5] [2025-03-01 12:05] user (Anna): small talk number 5",
+            "[#6] [2025-03-01 12:06] assistant: small talk number 6",
         ]
     )
 
@@ -285,9 +285,9 @@ async def test_a_summary_shows_its_best_messages(
     lines = format_excerpts([excerpt], NOW).splitlines()[3:]
     assert lines == [
         "(summary of this part of the chat) Anna talked about the zoo's new zebra.",
-        "[2025-03-01 12:12] assistant: the zebra arrived",
+        "[#12] [2025-03-01 12:12] assistant: the zebra arrived",
         "…",
-        "[2025-03-01 12:20] assistant: zebra zebra fed",
+        "[#20] [2025-03-01 12:20] assistant: zebra zebra fed",
     ]
     [as_json] = excerpts_json([excerpt])
     assert as_json["hits"] == [12, 20] and as_json["neighbours"] == []
@@ -402,8 +402,8 @@ async def test_a_kept_summary_and_fact_are_shown_with_their_messages(
     # The fact's turn: the user's message and the answer (the tool's plumbing is not shown).
     fact_block = next(b for b in text.split("\n\n") if "(remembered fact)" in b)
     assert fact_block.splitlines()[2:] == [
-        "[2025-03-01 12:00] user (Anna): remember my zebra's name",
-        "[2025-03-01 12:00] assistant: Noted!",
+        "[#21] [2025-03-01 12:00] user (Anna): remember my zebra's name",
+        "[#24] [2025-03-01 12:00] assistant: Noted!",
     ]
     # Each message once, however many entries point at it.
     shown = [line for line in text.splitlines() if line.startswith("[")]

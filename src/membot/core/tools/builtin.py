@@ -38,7 +38,10 @@ async def search_history(
     around the best matches, most relevant first (not newest first): each message with its
     date, time and who wrote it, each excerpt with how long ago it was. For a question about
     a period ("last summer", "before the move", "in March"), call current_datetime first,
-    work out the dates, and pass them as since/until.
+    work out the dates, and pass them as since/until. Each message's line starts with its
+    id, such as [#12]: when a sentence of your answer rests on a message found here, put
+    that id right after the sentence, e.g. "You moved to Lisbon in March [#12]." The user
+    is then shown that message. Cite only ids shown here, never invent one.
 
     Args:
         query: Keywords to look for, in the language of the conversation.
@@ -54,6 +57,7 @@ async def search_history(
     found = await ctx.search.recall(
         ctx.conversation, query, since=first, until=end, budget_tokens=ctx.search_budget
     )
+    ctx.recalled.add(found)
     return format_excerpts(found, ctx.clock())
 
 

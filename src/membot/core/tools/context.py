@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from membot.clock import Clock, utc_now
+from membot.core.citing import Recalled
 from membot.llm.tools.registry import ToolContext
 from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 
@@ -41,6 +42,8 @@ class TurnContext(ToolContext):
     # The chat's tasks (reminders, scheduled tasks); None where they are not offered: outside
     # Telegram, or with TASKS off.
     tasks: TaskBook | None = None
+    # What the turn's searches showed: the messages its answer may cite (core/citing.py).
+    recalled: Recalled = field(default_factory=Recalled)
 
     @property
     def label(self) -> str:

@@ -14,6 +14,7 @@ from membot.clock import utc_now
 from membot.errors import MembotError
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import Attachment
+from membot.memory.contract.citation import Citation
 from membot.memory.contract.delivery import Delivery
 from membot.memory.contract.sources import SOURCES_HEAD as SOURCES_HEAD
 from membot.memory.contract.sources import Source as Source
@@ -77,6 +78,8 @@ class Message:
     # Brought in by /import from another assistant's export ("chatgpt:<conversation id>:<message
     # id>", "claude:…"): searchable, never replayed into the window or the summary.
     origin: str | None = None
+    # The archive's messages an answer cites (memory/contract/citation.py), in order, each once.
+    citations: tuple[Citation, ...] = ()
 
     def with_sources(self) -> str:
         """The content followed by its sources as text (sources_text), or the content."""
@@ -104,6 +107,8 @@ class Message:
             data["delivery"] = self.delivery.to_dict()
         if self.sources:
             data["sources"] = [source.to_dict() for source in self.sources]
+        if self.citations:
+            data["citations"] = [citation.to_dict() for citation in self.citations]
         return json_line(data)
 
     @classmethod
@@ -130,6 +135,7 @@ class Message:
                 task=opt_str(data.get("task")),
                 sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
                 origin=opt_str(data.get("origin")),
+                citations=tuple(Citation.from_dict(c) for c in data.get("citations") or ()),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None
