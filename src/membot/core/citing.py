@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from membot.memory.contract.citation import Citation, pick_quote
+from membot.memory.contract.models import Message
 
 if TYPE_CHECKING:
     from membot.ids import ConversationId
-    from membot.memory.contract.models import Message
     from membot.memory.contract.repository import ChatRepository
+    from membot.memory.contract.sources import Source
     from membot.search.excerpts import Excerpt
     from membot.search.hits import SearchHit
 
@@ -89,6 +91,36 @@ class Recalled:
                 known = self.shown.get(line.entry.seq)
                 if known is None or known.kind != "message":  # a message over its document
                     self.shown[line.entry.seq] = line.entry
+
+
+class Citing(Protocol):
+    """Where a turn's citations are looked up (core/tools/context.py TurnContext)."""
+
+    @property
+    def recalled(self) -> Recalled: ...
+    @property
+    def repository(self) -> ChatRepository: ...
+    @property
+    def conversation(self) -> ConversationId: ...
+
+
+async def cited_answer(
+    text: str, ctx: Citing, sources: Sequence[Source], *, stopped: bool = False
+) -> Message:
+    """The turn's answer as stored: without its markers, with what it cites and its sources
+    (`stopped`: cut short by the user, a marker begun at its end dropped too)."""
+    text, quoted = await cite(
+        text, ctx.recalled, ctx.repository, ctx.conversation, finished=not stopped
+    )
+    if stopped:
+        text = text.strip()
+    return Message(
+        role="assistant",
+        content=text,
+        stopped=stopped,
+        sources=tuple(sources),
+        citations=quoted,
+    )
 
 
 async def cite(

@@ -21,7 +21,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from membot.core.citing import MarkerFilter, cite, strip_markers
+from membot.core.citing import MarkerFilter, cited_answer, strip_markers
 from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
@@ -137,11 +137,7 @@ class ToolSteps:
                         messages, text, response, output, call, offer.no_consult
                     )
                     cited.add(response)
-                text, quoted = await cite(
-                    text, tool_ctx.recalled, tool_ctx.repository, tool_ctx.conversation
-                )
-                answer = Message(role="assistant", content=text, sources=cited.sources)
-                produced.append(replace(answer, citations=quoted))
+                produced.append(await cited_answer(text, tool_ctx, cited.sources))
                 return produced, response
             text = strip_markers(text)  # beside a call: what it cites is not shown
             if text:
@@ -195,14 +191,9 @@ class ToolSteps:
     ) -> tuple[list[Message], LLMResponse]:
         """The user stopped the answer: what was written of it so far is the answer (with
         the sources the steps before it cited, and the messages it cited so far)."""
-        text, quoted = await cite(
-            text, ctx.recalled, ctx.repository, ctx.conversation, finished=False
-        )
-        text = text.strip()
-        answer = Message(role="assistant", content=text, stopped=True, sources=cited.sources)
-        produced.append(replace(answer, citations=quoted))
+        produced.append(answer := await cited_answer(text, ctx, cited.sources, stopped=True))
         model = request.model_or(self.model.model_name)
-        return produced, LLMResponse(content=text, model=model, finish_reason="stopped")
+        return produced, LLMResponse(content=answer.content, model=model, finish_reason="stopped")
 
     async def _call(
         self,
