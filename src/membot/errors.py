@@ -29,6 +29,7 @@
     ├── SessionError                an API request that cannot go on (core/sessions.py)
     ├── OverLimit                   a budget or the rate limit refuses the turn
     ├── ApiError                    an HTTP request answered with a JSON error and a stable code
+    ├── V1Error                     a /v1 request answered in OpenAI's error shape
     └── NotHolder                   a worker's shard has another holder now (scale-out)
 
 `Busy` and `Unavailable` are what front doors translate: one class travels from where it is

@@ -2,6 +2,8 @@
 
     tg:<chat id>        a Telegram chat (negative for groups)
     api:<uuid>          an HTTP API session
+    v1:<32 hex digits>  a caller of the OpenAI-compatible /v1 endpoint (a digest, never the
+                        caller's own words: `ConversationId.v1_user` / `v1_token`)
 
 A `ConversationId` can only be built from a valid namespace and key, and `relative_path()`
 is the one function that turns one into a place in storage (a directory under DATA_DIR; the
@@ -11,6 +13,7 @@ reaches a path or a key without passing through here.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from dataclasses import dataclass
@@ -21,10 +24,12 @@ from membot.errors import MembotError
 
 TELEGRAM: Final = "tg"
 API: Final = "api"
+V1: Final = "v1"
 
 _TG_KEY = re.compile(r"-?[1-9][0-9]{0,19}")
 _UUID_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_KEYS: Final = {TELEGRAM: _TG_KEY, API: _UUID_KEY}
+_DIGEST_KEY = re.compile(r"[0-9a-f]{32}")
+_KEYS: Final = {TELEGRAM: _TG_KEY, API: _UUID_KEY, V1: _DIGEST_KEY}
 NAMESPACES: Final = tuple(_KEYS)
 
 
@@ -58,6 +63,23 @@ class ConversationId:
         except (ValueError, TypeError, AttributeError):
             raise InvalidConversationId("a session id must be a UUID") from None
         return cls(API, str(value))
+
+    @classmethod
+    def v1_user(cls, user: str) -> ConversationId:
+        """The /v1 endpoint's conversation of a named caller (the request's `user`, or the
+        X-OpenWebUI-User-Id header): whatever the name is, only its digest is a key."""
+        return cls._v1(f"user:{user}")
+
+    @classmethod
+    def v1_token(cls, token: str) -> ConversationId:
+        """The /v1 endpoint's conversation of a caller that names no user: its API token's."""
+        return cls._v1(f"token:{token}")
+
+    @classmethod
+    def _v1(cls, caller: str) -> ConversationId:
+        # 128 bits of SHA-256: the prefix keeps a user named like a token apart from it.
+        raw = caller.encode("utf-8", "surrogatepass")  # JSON may carry a lone surrogate
+        return cls(V1, hashlib.sha256(raw).hexdigest()[:32])
 
     @classmethod
     def parse(cls, text: str) -> ConversationId:

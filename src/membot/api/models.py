@@ -237,10 +237,10 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     try:
         return ChatRequest.model_validate_json(body)
     except ValidationError as exc:
-        raise ApiError(ErrorCode.INVALID_REQUEST, _sentence(exc)) from None
+        raise ApiError(ErrorCode.INVALID_REQUEST, validation_sentence(exc)) from None
 
 
-def _sentence(exc: ValidationError) -> str:
+def validation_sentence(exc: ValidationError) -> str:
     """The first problem, in words; pydantic's messages name the rule, not the input."""
     error = exc.errors(include_url=False, include_input=False)[0]
     if error["type"] == "json_invalid":

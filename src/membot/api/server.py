@@ -2,6 +2,8 @@
 
     POST /api/chat          a message: one answer, a new session, or a session's next round
                             (JSON, or with "stream": true server-sent events: api/stream.py)
+    POST /v1/chat/completions, GET /v1/models
+                            the OpenAI-compatible door (api/v1/), errors in OpenAI's shape
     GET  /api/openapi.json  the OpenAPI 3.1 description (no token)
     GET  /healthz           200 {"status": "ok"} (no token)
 
@@ -14,8 +16,6 @@ message text, system prompts or tokens.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import time
@@ -36,6 +36,12 @@ from membot.api.models import (
 )
 from membot.api.openapi import build_document
 from membot.api.stream import CLIENT_GONE, STREAM_OPEN, EventStream, answer_streaming
+from membot.api.v1.door import V1Door, V1Options
+from membot.api.v1.errors import V1Error, from_api_error
+from membot.api.wire import CODE as _CODE
+from membot.api.wire import ROUND as _ROUND
+from membot.api.wire import SESSION as _SESSION
+from membot.api.wire import Tokens, json_response, read_body
 from membot.clock import Clock, utc_now
 from membot.config import Settings
 from membot.core.session_sweep import SessionSweeper, sweep_interval
@@ -50,9 +56,6 @@ log = logging.getLogger("membot.api")
 #: turns the API on, so there it is always set).
 DEFAULT_PORT = 8080
 
-_SESSION = web.RequestKey("membot_session", str)
-_ROUND = web.RequestKey("membot_round", int)
-_CODE = web.RequestKey("membot_code", str)
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -78,13 +81,21 @@ class ApiServer:
             models=llm.model_choices if llm.models else (),
         )
         self.sweeper = SessionSweeper(self.sessions, sweep_interval(api.session_ttl))
-        self._tokens = tuple(_digest(t.get_secret_value()) for t in api.tokens)
+        self._tokens = Tokens(api.tokens)
+        models = self.sessions.models
+        self.v1 = V1Door(
+            core.service,
+            self._tokens,
+            V1Options(llm.default_model, models, llm.model_choices, api.max_message_chars),
+            clock,
+        )
         document = build_document(max_rounds, api.max_message_chars)
         self._openapi = json.dumps(document, ensure_ascii=False).encode()
         self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_post("/api/chat", self._chat)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)
         self.app.router.add_get("/healthz", self._health)
+        self.v1.add_routes(self.app.router)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -126,9 +137,9 @@ class ApiServer:
     # -- handlers ----------------------------------------------------------------------------
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
-        if not self._authorized(request):
+        if not self._tokens.authorized(request):
             raise ApiError(ErrorCode.UNAUTHORIZED)
-        parsed = parse_chat_request(await _read_body(request))
+        parsed = parse_chat_request(await read_body(request))
         parsed.check_sizes(self.max_message_chars)
         if parsed.session_id is not None:
             request[_SESSION] = str(parsed.session_id)
@@ -175,16 +186,6 @@ class ApiServer:
     async def _health(self, request: web.Request) -> web.Response:
         return _json(200, Health().model_dump(mode="json"))
 
-    def _authorized(self, request: web.Request) -> bool:
-        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-        presented = _digest(token.strip())
-        # Every token is compared, in constant time and as digests of one length: neither
-        # timing nor the order of API_TOKENS tells a caller how close a guess came.
-        matched = False
-        for known in self._tokens:
-            matched |= hmac.compare_digest(presented, known)
-        return matched and scheme.lower() == "bearer"
-
     # -- every request: errors as JSON, one log line -----------------------------------------
 
     @web.middleware
@@ -198,12 +199,15 @@ class ApiServer:
             request[_CODE] = CLIENT_GONE
             _log_request(request, 200 if request.get(STREAM_OPEN) else 499, started)
             raise
+        except V1Error as exc:
+            response = exc.response()
+            request[_CODE] = exc.code
         except ApiError as exc:
-            response = _error_response(exc)
+            response = _error_response(request, exc)
             request[_CODE] = exc.code.value
         except web.HTTPException as exc:  # routing: unknown path, wrong method
             error = http_error(exc)
-            response = _error_response(error)
+            response = _error_response(request, error)
             if "Allow" in exc.headers:
                 response.headers["Allow"] = exc.headers["Allow"]
             request[_CODE] = error.code.value
@@ -211,7 +215,7 @@ class ApiServer:
             # No traceback at ERROR: frames and messages may quote the request.
             log.error("unexpected %s in %s", type(exc).__name__, request.method)
             log.debug("unexpected error", exc_info=True)
-            response = _error_response(ApiError(ErrorCode.INTERNAL_ERROR))
+            response = _error_response(request, ApiError(ErrorCode.INTERNAL_ERROR))
             request[_CODE] = ErrorCode.INTERNAL_ERROR.value
         _log_request(request, response.status, started)
         return response
@@ -230,36 +234,13 @@ def _log_request(request: web.Request, status: int, started: float) -> None:
     )
 
 
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "replace")).digest()
-
-
-async def _read_body(request: web.Request) -> bytes:
-    """The body, refused past MAX_BODY_BYTES: by its declared length before reading, and
-    by what actually arrives (a chunked body declares none)."""
-    too_large = ApiError(ErrorCode.PAYLOAD_TOO_LARGE)
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise too_large
-    body = bytearray()
-    async for chunk in request.content.iter_any():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise too_large
-    return bytes(body)
-
-
 def _json(status: int, payload: dict[str, Any]) -> web.Response:
-    # UTF-8 as it is, not \u escapes: an answer in Russian must read in curl. (JSON is UTF-8
-    # by RFC 8259; the charset is said all the same, for clients that guess otherwise.)
-    return web.Response(
-        body=json.dumps(payload, ensure_ascii=False).encode(),
-        status=status,
-        content_type="application/json",
-        charset="utf-8",
-    )
+    return json_response(status, payload)
 
 
-def _error_response(error: ApiError) -> web.Response:
+def _error_response(request: web.Request, error: ApiError) -> web.Response:
+    if request.path.startswith("/v1/"):  # OpenAI's clients read OpenAI's shape
+        return from_api_error(error).response()
     response = _json(error.status, error.body())
     if error.code is ErrorCode.UNAUTHORIZED:
         response.headers["WWW-Authenticate"] = "Bearer"

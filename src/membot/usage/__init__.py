@@ -4,9 +4,11 @@ per-user rate limit. See ledger.py for how calls are charged and quota.py for th
 from membot.usage.ledger import (
     Charge,
     Row,
+    Tally,
     Totals,
     UsageLedger,
     charged_to,
+    tallied,
 )
 from membot.usage.metered import ChargeWriter, MeteredModel
 from membot.usage.quota import Limits, OverLimit, Quota
@@ -19,7 +21,9 @@ __all__ = [
     "OverLimit",
     "Quota",
     "Row",
+    "Tally",
     "Totals",
     "UsageLedger",
     "charged_to",
+    "tallied",
 ]

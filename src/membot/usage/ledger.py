@@ -56,6 +56,41 @@ def current_payer() -> Payer | None:
     return _payer.get()
 
 
+@dataclass(slots=True)
+class Tally:
+    """The tokens of the calls made inside `tallied()`, for a front door that reports them
+    (the /v1 endpoint's `usage`). Closed when the block ends: what a background task started
+    inside (a summary) spends later is not the turn's."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    closed: bool = False
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        if not self.closed:
+            self.prompt_tokens += prompt_tokens
+            self.completion_tokens += completion_tokens
+
+
+_tally: ContextVar[Tally | None] = ContextVar("membot_usage_tally", default=None)
+
+
+@contextlib.contextmanager
+def tallied() -> Iterator[Tally]:
+    """Count the tokens of the model calls made inside (ChargeWriter adds each charge)."""
+    tally = Tally()
+    token = _tally.set(tally)
+    try:
+        yield tally
+    finally:
+        tally.closed = True
+        _tally.reset(token)
+
+
+def current_tally() -> Tally | None:
+    return _tally.get()
+
+
 @dataclass(frozen=True, slots=True)
 class Charge:
     """One model call's usage. `cost` is None when the provider reported none (and none

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from membot.clock import Clock
 from membot.llm.model import StreamNotes, Usage
 from membot.usage.estimate import PriceList, estimate
-from membot.usage.ledger import Charge, Payer, UsageLedger, current_payer
+from membot.usage.ledger import Charge, Payer, UsageLedger, current_payer, current_tally
 
 if TYPE_CHECKING:
     from membot.llm.model import ChatModel, LLMResponse, ModelRequest, StreamItem
@@ -110,6 +110,9 @@ class ChargeWriter:
         self, purpose: str, model: str, usage: Usage, *, estimated: bool = False
     ) -> None:
         payer = current_payer() or Payer(None, None)
+        tally = current_tally()
+        if tally is not None:
+            tally.add(usage.prompt_tokens, usage.completion_tokens)
         charge = Charge(
             at=self.clock(),
             purpose=purpose,

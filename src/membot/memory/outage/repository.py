@@ -10,7 +10,9 @@ answered without Redis:
   so nothing is built on its state), except that `tail` and `context` include the
   conversation's turns still in the spool (read-your-writes: the journal sees them answered);
   except `get_meta` of an API session, which raises StorageUnavailable: a session's next
-  round without its session would be a wrong answer;
+  round without its session would be a wrong answer; and `context` of a /v1 caller's
+  conversation: its whole point is its memory, so it is refused (503) rather than answered
+  without it;
 - files (`put_file`, `get_file`: images, documents' text) are not spooled: both raise
   StorageUnavailable while Redis is down. Their bytes would swell the spool, and a file
   must be reachable by every process that may answer the conversation, which a local spool
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from membot.errors import StorageRefused
-from membot.ids import API, ConversationId
+from membot.ids import API, V1, ConversationId
 from membot.memory.contract.models import ChatContext, ChatMeta, Message, new_generation
 from membot.memory.contract.repository import ChatRepository, CheckedAtStart, StorageUnavailable
 from membot.memory.contract.state import ConversationState
@@ -147,6 +149,8 @@ class ResilientRepository(ResilientDeliveries):
         try:
             return await self._call(lambda: self.inner.context(cid, limit), cid)
         except StorageUnavailable:
+            if cid.namespace == V1:
+                raise
             return ChatContext(history=self.spool.turns(cid, limit), summary="", meta=_fresh(cid))
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
