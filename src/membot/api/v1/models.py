@@ -1,7 +1,7 @@
 """The /v1 endpoint's wire format: OpenAI's Chat Completions request, validated with pydantic
 (fields membot does not use, such as `temperature`, are accepted and ignored), and what
 membot takes from it: the last user message (its text and its images), the system prompt,
-the model. The responses' schemas, for the OpenAPI document, are in `v1/shapes.py`."""
+the model. The responses' schemas, for the OpenAPI document, are in `shapes.py`."""
 
 from __future__ import annotations
 
