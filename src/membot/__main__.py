@@ -86,6 +86,7 @@ def _main(argv: list[str] | None) -> int:
     which = mcp.add_mutually_exclusive_group(required=True)
     which.add_argument("--chat", metavar="CHAT_ID", help="a Telegram chat's memory")
     which.add_argument("--session", metavar="SESSION_ID", help="an HTTP API session's memory")
+    which.add_argument("--user", metavar="ID", help="the memory of a /v1 caller with this user")
     mcp.add_argument(
         "--http",
         metavar="HOST:PORT",
@@ -126,7 +127,13 @@ def _main(argv: list[str] | None) -> int:
         # Before load_settings: serving memory needs no Telegram or OpenRouter tokens.
         from membot.serve.cli import run_mcp
 
-        return run_mcp(chat=args.chat, session=args.session, http=args.http, data_dir=args.data_dir)
+        return run_mcp(
+            chat=args.chat,
+            session=args.session,
+            user=args.user,
+            http=args.http,
+            data_dir=args.data_dir,
+        )
 
     if command == "search":
         # Before load_settings: searching needs no Telegram or OpenRouter tokens.

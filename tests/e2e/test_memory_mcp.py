@@ -21,17 +21,21 @@ from mcp_types import CallToolResult, TextContent
 
 from mcp import Client, StdioServerParameters
 from membot.memory.redis import RedisRepository
-from tests.api_support import free_port
+from tests import api_support
+from tests.api_support import StartApi, free_port
 from tests.conftest import StartBot
 from tests.e2e.helpers import system_prompt
 from tests.e2e.test_tools import ask
 from tests.fakes import FakeLLM, FakeTelegram
 from tests.fakes.process import membot_env, spawn_membot
+from tests.v1_support import openai_client
 
 CHAT = 5150
 OTHER = 5151
 REDIS_URL = "redis://127.0.0.1:6379/0"
 TOKEN = "mcp-test-token-0123456789"
+
+start_api = api_support.start_api
 
 
 def storage_env(data_dir: Path, redis: RedisRepository | None) -> dict[str, str]:
@@ -42,11 +46,14 @@ def storage_env(data_dir: Path, redis: RedisRepository | None) -> dict[str, str]
 
 
 @asynccontextmanager
-async def memory_of(chat: int, cwd: Path, **env: str) -> AsyncIterator[Client]:
-    """An MCP client of `membot mcp --chat CHAT`, run as its child over stdio."""
+async def memory_of(
+    chat: int | None, cwd: Path, user: str | None = None, **env: str
+) -> AsyncIterator[Client]:
+    """An MCP client of `membot mcp --chat CHAT` (or `--user USER`), its child over stdio."""
+    which = ["--chat", str(chat)] if user is None else ["--user", user]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "membot", "mcp", "--chat", str(chat)],
+        args=["-m", "membot", "mcp", *which],
         env=membot_env(**env),
         cwd=str(cwd),
     )
@@ -193,3 +200,17 @@ async def until_async(check: Any, timeout: float) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("membot mcp did not start listening")
         await asyncio.sleep(0.1)
+
+
+async def test_the_memory_of_a_v1_caller_by_its_user(
+    start_api: StartApi, data_dir: Path, tmp_path: Path
+) -> None:
+    api = await start_api()
+    async with openai_client(api) as client:
+        for user, text in (("ana", "My bike is a green Brompton"), ("bo", "My bike is red")):
+            await client.chat.completions.create(
+                model="membot", messages=[{"role": "user", "content": text}], user=user
+            )
+    async with memory_of(None, tmp_path, user="ana", data_dir=str(data_dir)) as agent:
+        found = await call(agent, "search_memory", query="bike")
+        assert "green Brompton" in found and "red" not in found

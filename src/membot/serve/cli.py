@@ -15,7 +15,7 @@ from typing import Any
 
 from membot.config import ConfigError, load_subset, setup_logging
 from membot.errors import StorageUnavailable
-from membot.ids import TELEGRAM, ConversationId, InvalidConversationId
+from membot.ids import TELEGRAM, V1, ConversationId, InvalidConversationId
 from membot.memory import ChatRepository, FileRepository
 from membot.private import exposed
 from membot.search.cli import open_repository
@@ -37,12 +37,17 @@ _FIELDS = (
 
 
 def run_mcp(
-    *, chat: str | None, session: str | None, http: str | None, data_dir: Path | None
+    *,
+    chat: str | None,
+    session: str | None,
+    http: str | None,
+    data_dir: Path | None,
+    user: str | None = None,
 ) -> int:
     """Serve until the client goes (stdio) or the process is stopped (HTTP); the exit
     status for the shell."""
     try:
-        cid = _conversation(chat, session)
+        cid = _conversation(chat, session, user)
         address = _address(http) if http is not None else None
         values = load_subset(*_FIELDS)
     except (ValueError, ConfigError) as exc:
@@ -62,16 +67,20 @@ def run_mcp(
         return _fail(f"the storage cannot be reached ({type(exc.__cause__ or exc).__name__})")
 
 
-def _conversation(chat: str | None, session: str | None) -> ConversationId:
-    if (chat is None) == (session is None):
-        raise ValueError("name one conversation: --chat CHAT_ID or --session SESSION_ID")
+def _conversation(chat: str | None, session: str | None, user: str | None) -> ConversationId:
+    if sum(x is not None for x in (chat, session, user)) != 1:
+        raise ValueError("name one conversation: --chat CHAT_ID, --session SESSION_ID or --user ID")
     if chat is not None:
         try:
             return ConversationId.telegram(int(chat.strip()))
         except (ValueError, InvalidConversationId):
-            raise ValueError(
-                f"--chat must be a Telegram chat id (an integer), not {chat!r}"
-            ) from None
+            problem = f"--chat must be a Telegram chat id (an integer), not {chat!r}"
+            raise ValueError(problem) from None
+    if user is not None:
+        if not user.strip():
+            raise ValueError("--user must name the /v1 endpoint's user, not be empty")
+        # The /v1 endpoint keys a caller by the digest of its `user` (or Open WebUI's header).
+        return ConversationId.v1_user(user.strip())
     try:
         return ConversationId.api(str(session))
     except InvalidConversationId:
@@ -96,6 +105,8 @@ async def _serve(
     try:
         if not await _exists(repository, cid):
             shown = cid.key if cid.namespace == TELEGRAM else str(cid)
+            if cid.namespace == V1:
+                shown = "of that /v1 user"
             return _fail(f"no conversation {shown} in the storage (STORAGE, DATA_DIR)")
         desk = MemoryDesk(
             repository,

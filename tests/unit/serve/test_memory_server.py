@@ -120,7 +120,8 @@ def test_facts_written_at_once_from_two_writers_are_all_kept(tmp_path: Path) -> 
     [
         ({"chat": "seventy"}, "--chat must be a Telegram chat id (an integer), not 'seventy'"),
         ({"session": "nope"}, "--session must be an API session id (a UUID), not 'nope'"),
-        ({}, "name one conversation: --chat CHAT_ID or --session SESSION_ID"),
+        ({}, "name one conversation: --chat CHAT_ID, --session SESSION_ID or --user ID"),
+        ({"user": " "}, "--user must name the /v1 endpoint's user, not be empty"),
         ({"chat": "77", "http": "8080"}, "--http must be HOST:PORT, such as 127.0.0.1:8765"),
     ],
 )
@@ -128,7 +129,11 @@ def test_a_bad_command_line_is_one_line_and_status_2(
     args: dict[str, str], line: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status = run_mcp(
-        chat=args.get("chat"), session=args.get("session"), http=args.get("http"), data_dir=None
+        chat=args.get("chat"),
+        session=args.get("session"),
+        user=args.get("user"),
+        http=args.get("http"),
+        data_dir=None,
     )
     assert status == 2
     assert capsys.readouterr().err.startswith(f"membot mcp: {line}")
