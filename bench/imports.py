@@ -34,7 +34,7 @@ from membot.ids import ConversationId
 from membot.memory import FileRepository
 from membot.search import HistorySearch
 
-BENCHMARK = "import"
+BENCHMARK = "imports"
 OWN = 100_000
 IMPORTED = 50_000
 PER_CONVERSATION = 50

@@ -5,7 +5,9 @@ and nothing stored; imported messages never reach the window or the summary."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -177,6 +179,14 @@ async def test_claude_and_the_command_alone_then_the_file(
     assert [(m.role, m.content) for m in imported] == IMPORTED
     assert imported[0].origin == "claude:c-rome:c-rome-m1"
     assert {m.name for m in imported} == {"Claude: Trip to Rome", "Claude: Freelance taxes"}
+    # The operator's `membot search` finds them too, with their dates.
+    found = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "membot", "search", str(CHAT), "carbonara"),
+        *("--data-dir", str(data_dir)),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(found.communicate(), timeout=60)
+    assert "[2023-03-01 10:02] user (Claude: Trip to Rome): Where should we eat" in out.decode()
     # No longer awaited: the next document is an ordinary one, read for the model.
     assert (await send(tg, b"plain notes", "notes.txt", caption=None)).startswith("ANSWER")
 

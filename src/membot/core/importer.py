@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from membot.core.imported import Spans
 from membot.errors import MembotError
@@ -27,6 +29,9 @@ from membot.imports import Thread, read_export
 from membot.memory.contract.models import Message
 from membot.memory.contract.repository import ChatRepository, StorageUnavailable
 from membot.tasks import to_the_end
+
+if TYPE_CHECKING:
+    from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +60,17 @@ class Importer:
     it), less `keep` of its own; None: no bound (files)."""
 
     def __init__(
-        self, repository: ChatRepository, *, max_messages: int | None = None, keep: int = 0
+        self,
+        repository: ChatRepository,
+        *,
+        search: HistorySearch | None = None,
+        max_messages: int | None = None,
+        keep: int = 0,
     ) -> None:
         self.repository = repository
+        # The chats' archive search: an import is indexed before its answer, so the first
+        # search after it does not wait for thousands of messages.
+        self.search = search
         self.max_messages = max_messages
         self.keep = keep
 
@@ -84,6 +97,11 @@ class Importer:
             state = replace(meta.state, imported=(*meta.state.imported, _span(stored)))
             await self.repository.set_state(cid, state)
         log.info("%s: imported %d messages in %d conversations", cid, len(stored), conversations)
+        if self.search is not None:
+            try:
+                await self.search.refresh(cid)
+            except (sqlite3.Error, OSError) as exc:  # kept all the same: a search catches up
+                log.warning("%s: the import is not indexed yet (%s)", cid, type(exc).__name__)
         dates = [m.ts for m in messages]
         return ImportReport(conversations, len(messages), min(dates), max(dates))
 

@@ -135,12 +135,31 @@ class HistorySearch:
         limit: int,
         period: tuple[datetime | None, datetime | None],
     ) -> list[SearchHit]:
+        if not await self._refreshed(cid, path):
+            return []
+        return await asyncio.to_thread(query, path, match, limit, *period)
+
+    async def refresh(self, cid: ConversationId) -> None:
+        """Index what was appended since the last search now (after an /import of thousands
+        of messages), so that the next search does not wait for it."""
+        path = self.index_path(cid)
+        async with self._lock(cid):
+            try:
+                await self._refreshed(cid, path)
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                await asyncio.to_thread(delete_index, path)
+                await self._refreshed(cid, path)
+
+    async def _refreshed(self, cid: ConversationId, path: Path) -> bool:
+        """The index brought up to the archive; False when the chat has nothing stored."""
         meta = await self._repository.get_meta(cid)
         if meta.messages_total == 0:
             # Nothing stored (never, or since a reset): nothing to find, and no index file
             # should bring an unknown chat's directory into existence.
             await asyncio.to_thread(delete_index, path)
-            return []
+            return False
         # A reset conversation starts a new generation: the old index is of a dead past.
         generation = meta.generation
         state = await asyncio.to_thread(prepare, path, cid, generation, meta.messages_total)
@@ -151,7 +170,7 @@ class HistorySearch:
             # A summary made since the last search: a snapshot of what it added (entries.py).
             summary = await self._repository.get_summary(cid)
             await asyncio.to_thread(index_summary, path, summary, meta.summarized_upto)
-        return await asyncio.to_thread(query, path, match, limit, *period)
+        return True
 
     async def _catch_up(self, cid: ConversationId, path: Path, last_seq: int) -> None:
         started = time.perf_counter()

@@ -37,6 +37,7 @@ from membot.wiring.storage import (
 if TYPE_CHECKING:
     from membot.mcp.hub import McpTools
     from membot.redis.client import Redis
+    from membot.search import HistorySearch
 
 log = logging.getLogger(__name__)
 
@@ -163,17 +164,19 @@ def build_core(
         task_store,
         clock,
         mcp,
-        importer=_build_importer(settings, repository),
+        importer=_build_importer(settings, repository, agent.search),
     )
 
 
-def _build_importer(settings: Settings, repository: ChatRepository) -> Importer:
+def _build_importer(
+    settings: Settings, repository: ChatRepository, search: HistorySearch | None
+) -> Importer:
     """Redis keeps REDIS_MAX_MESSAGES of a chat: an import leaves room for its own window."""
     if settings.storage.backend != "redis":
-        return Importer(repository)
+        return Importer(repository, search=search)
     conversation = settings.conversation
     keep = WindowPolicy(conversation.window_size, conversation.summary_every).read
-    return Importer(repository, max_messages=settings.redis.max_messages, keep=keep)
+    return Importer(repository, search=search, max_messages=settings.redis.max_messages, keep=keep)
 
 
 def _build_mcp(settings: Settings) -> McpTools | None:
