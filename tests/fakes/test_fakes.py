@@ -761,3 +761,20 @@ async def test_transcriptions_need_the_key(llm: FakeLLM) -> None:
             await wrong.post("/audio/transcriptions", body=body, cast_to=object)
     finally:
         await wrong.close()
+
+
+async def test_a_replys_quote_must_be_in_the_replied_message(tg: FakeTelegram, bot: Bot) -> None:
+    tg.push_text(7, "I fly to Lisbon on May 3rd.")
+    [update] = await bot.get_updates()
+    assert update.message is not None
+    mid = update.message.message_id
+    await bot.send_message(
+        7, "ok", reply_parameters=ReplyParameters(message_id=mid, quote="May 3rd")
+    )
+    assert tg.messages_to(7)[-1].params["reply_parameters"]["quote"] == "May 3rd"
+    for quote in ("May 4th", "x" * 1025):
+        with pytest.raises(TelegramBadRequest, match="QUOTE_TEXT_INVALID"):
+            await bot.send_message(
+                7, "no", reply_parameters=ReplyParameters(message_id=mid, quote=quote)
+            )
+    assert [m.text for m in tg.messages_to(7)] == ["ok"]

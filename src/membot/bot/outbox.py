@@ -27,10 +27,12 @@ from aiogram.exceptions import (
     TelegramNotFound,
 )
 
+from membot.bot.citations import cited_list
 from membot.bot.render import render, send_parts
 from membot.bot.throttle import ON_WIRE
 from membot.core.service import ConversationService
 from membot.ids import TELEGRAM, ConversationId
+from membot.memory.contract.citation import Citation
 from membot.memory.contract.delivery import Delivery, DeliveryMark
 from membot.memory.contract.models import Message, Source
 from membot.memory.contract.repository import ChatRepository
@@ -60,14 +62,16 @@ class Outbox:
         first_seq: int,
         seq: int,
         sources: Sequence[Source] = (),
+        citations: Sequence[Citation] = (),
     ) -> None:
         """A turn's answer, just stored at `seq` (its turn from `first_seq`) with its
-        `sources`: older unsent answers of the chat first. Raises what Telegram raised (the
-        turn's failure, which the user is told of if they can be): a refusal for good once
-        the answer is given up, anything else with it left to send again."""
+        `sources` and `citations`: older unsent answers of the chat first. Raises what
+        Telegram raised (the turn's failure, which the user is told of if they can be): a
+        refusal for good once the answer is given up, anything else with it left to send
+        again."""
         if first_seq > 1:
             await self._earlier(cid, before=first_seq)
-        await self._send(cid, seq, content, delivery, sources, sent=0, live=True)
+        await self._send(cid, seq, content, delivery, (sources, citations), sent=0, live=True)
 
     async def flush(self, cid: ConversationId) -> None:
         """Every answer of the chat not marked delivered, in order (the caller holds the
@@ -118,9 +122,8 @@ class Outbox:
                 cid.key,
             )
         sent = mark.sent(message.seq)
-        await self._send(
-            cid, message.seq, message.content, message.delivery, message.sources, sent=sent
-        )
+        under = (message.sources, message.citations)
+        await self._send(cid, message.seq, message.content, message.delivery, under, sent=sent)
 
     async def _send(
         self,
@@ -128,18 +131,22 @@ class Outbox:
         seq: int,
         content: str,
         delivery: Delivery,
-        sources: Sequence[Source],
+        under: tuple[Sequence[Source], Sequence[Citation]],
         *,
         sent: int,
         live: bool = False,
     ) -> None:
         # The same parts however often it is sent: a resend skips the ones Telegram took.
+        sources, citations = under
+        # A cited message the answer replies to is seen there; the others are quoted under it.
+        quoted = [c for c in citations if c.tg_message_id != delivery.reply_to]
         parts = render(
             content,
             quote=delivery.quote,
             sources=sources,
             sources_head=delivery.sources_head,
             suffix=delivery.suffix,
+            cited=cited_list(quoted, delivery.cited_head, delivery.cited_self),
         )
         done = sent
 
@@ -161,6 +168,7 @@ class Outbox:
                 delivery.thread,
                 skip=sent,
                 accepted=accepted,
+                quote=delivery.reply_quote,
             )
         except FOR_GOOD as exc:
             log.warning(

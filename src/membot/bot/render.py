@@ -38,14 +38,16 @@ def render(
     sources: Sequence[Source] = (),
     sources_head: str = "",
     suffix: str = "",
+    cited: Block = ("", []),
 ) -> list[Part]:
     """Convert the model's Markdown and split it into parts Telegram accepts, as one text
     (a long answer with its sources is split like any long answer). `quote` is plain text
-    shown first as a quotation (what the bot heard in a voice message); `sources`, the
-    answer's, follow it as numbered links under `sources_head`; `suffix` (Markdown: the
-    labels after an answer) comes last."""
-    if sources:
-        text, ents = _convert(markdown)
+    shown first as a quotation (what the bot heard in a voice message); `cited`, the dated
+    quotes of the messages the answer cites (bot/citations.py), follow it, then `sources`,
+    the answer's, as numbered links under `sources_head`; `suffix` (Markdown: the labels
+    after an answer) comes last."""
+    if sources or cited[0]:
+        text, ents = _joined(_convert(markdown), cited)
         text, ents = _joined((text, ents), source_list(sources, sources_head))
         if suffix.strip():
             text, ents = _joined((text, ents), _convert(suffix.strip()))
@@ -240,15 +242,19 @@ async def send_parts(
     *,
     skip: int = 0,
     accepted: Callable[[int], Awaitable[None]] | None = None,
+    quote: str = "",
 ) -> None:
     """Send `parts` in order, but the first `skip` (sent already); `accepted(n)` after each
-    one Telegram took, n counting from the first."""
+    one Telegram took, n counting from the first. The first replies to `reply_to` quoting
+    `quote` (a part of that message's text), if given."""
     for index, part in enumerate(parts):
         if index < skip:
             continue
         # Only the first part replies to the user's message (it threads the answer in groups).
         reply = (
-            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            ReplyParameters(
+                message_id=reply_to, allow_sending_without_reply=True, quote=quote or None
+            )
             if reply_to is not None and index == 0
             else None
         )
@@ -261,8 +267,9 @@ async def _send_part(
     bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None, thread_id: int | None
 ) -> None:
     entities = [MessageEntity(**e) for e in part.entities] or None
-    # Ends: a send succeeds, or raises; the plain-text fallback happens at most once (then
-    # entities is None). Flood control (429) is waited out by bot/throttle.py.
+    # Ends: a send succeeds, or raises; the fallbacks without the quote and as plain text
+    # happen at most once each (then the quote or entities is None). Flood control (429)
+    # is waited out by bot/throttle.py.
     while True:
         try:
             await bot.send_message(
@@ -275,6 +282,11 @@ async def _send_part(
             )
             return
         except TelegramBadRequest as exc:
+            if reply and reply.quote and ("quote" in exc.message.lower() or not entities):
+                # The quote is not in the message as Telegram has it: the reply goes without.
+                log.warning("chat %s: Telegram refused a reply's quote (%s)", chat_id, exc.message)
+                reply = reply.model_copy(update={"quote": None})
+                continue
             if entities is None:
                 raise
             log.warning(

@@ -54,14 +54,27 @@ class TelegramSink:
         await self._send(text)
 
     def delivery(self, result: TurnResult) -> Delivery:
+        # An answer that cites earlier messages replies to the first it can (a user's
+        # message), quoting the cited part; the others are dated quotes under it. Not where
+        # the answer replies already (a group: to the question) nor in a forum topic.
+        words = texts.get(result.state.language)
+        reply_to, quote, shown = self.target.reply_to, "", list(result.citations)
+        if reply_to is None and self.target.thread is None:
+            first = next((c for c in shown if c.tg_message_id is not None), None)
+            if first is not None:
+                reply_to, quote = first.tg_message_id, first.quote if first.verbatim else ""
+                shown.remove(first)
         return Delivery(
-            reply_to=self.target.reply_to,
+            reply_to=reply_to,
             thread=self.target.thread,
             # What the bot heard in a voice message comes first: the user sees it was heard.
             quote=shorten(result.heard, HEARD_CHARS) if result.heard else "",
             suffix=stopped_label(result) + round_label(result),
             # The answer's sources are stored with it; the words above them, here.
-            sources_head=texts.get(result.state.language).SOURCES if result.sources else "",
+            sources_head=words.SOURCES if result.sources else "",
+            reply_quote=quote,
+            cited_head=words.CITED if shown else "",
+            cited_self=words.CITED_SELF if any(c.role == "assistant" for c in shown) else "",
         )
 
     async def answer(self, result: TurnResult) -> None:
@@ -74,6 +87,7 @@ class TelegramSink:
             first_seq=result.first_seq,
             seq=result.seq,
             sources=result.sources,
+            citations=result.citations,
         )
 
     async def _send(self, text: str, quote: str = "") -> None:

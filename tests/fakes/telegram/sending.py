@@ -122,6 +122,12 @@ class Sending:
         target = self._messages.get(chat_id, {}).get(target_id)
         if target is None and not allow_missing:
             raise ApiError(400, "Bad Request: message to be replied not found")
+        quote = reply.get("quote") if isinstance(reply, dict) else None
+        if target is not None and quote is not None:
+            # As Telegram: the quote must be a part of the replied message's text or caption.
+            said = str(target.get("text") or target.get("caption") or "")
+            if not isinstance(quote, str) or utf16_len(quote) > 1024 or quote not in said:
+                raise ApiError(400, "Bad Request: QUOTE_TEXT_INVALID")
         return target
 
     def drafts_to(self, chat_id: int) -> list[Draft]:

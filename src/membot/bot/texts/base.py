@@ -95,6 +95,10 @@ class Texts:
     SEARCH_BY_OPERATOR: str  # WEB_SEARCH=false: no chat can turn it on
     SEARCH_USAGE: str
     SOURCES: str
+    # Above the dated quotes of the earlier messages an answer cites (core/citing.py) and
+    # does not reply to; CITED_SELF names the bot as the author of one of its own answers.
+    CITED: str
+    CITED_SELF: str
 
     # /timezone. {zone}: an IANA name; {now}: the time there (shown as a date_time entity).
     TIMEZONE_IS: str  # {zone}, {now}

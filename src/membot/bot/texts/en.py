@@ -140,6 +140,8 @@ EN = Texts(
     ),
     SEARCH_USAGE="Use /search on or /search off (/search alone says how it is now).",
     SOURCES="Sources:",
+    CITED="From this chat:",
+    CITED_SELF="My answer",
     TIMEZONE_IS=(
         "This chat's time zone: {zone}. It is {now} there. Change it with /timezone <zone>, "
         "e.g. /timezone Europe/Berlin."

@@ -148,6 +148,8 @@ RU = Texts(
     ),
     SEARCH_USAGE="Напишите /search on или /search off (просто /search покажет, как сейчас).",
     SOURCES="Источники:",
+    CITED="Из этого чата:",
+    CITED_SELF="Мой ответ",
     TIMEZONE_IS=(
         "Часовой пояс этого чата: {zone}. Там сейчас {now}. Сменить: /timezone <пояс>, "
         "например /timezone Europe/Moscow."

@@ -23,13 +23,19 @@ class Delivery:
     """How a stored answer is sent, besides its text: the message it replies to (in groups),
     the forum topic, the quotation above it (what was heard in a voice message), the words
     after it (a stopped answer's label, a consultation round's) and the heading of its
-    sources (the message's own `sources`), in the chat's language."""
+    sources (the message's own `sources`), in the chat's language. An answer that cites an
+    earlier message may reply to it (`reply_to`) quoting the cited part (`reply_quote`); the
+    other messages it cites are shown under it as dated quotes, under `cited_head`, the bot's
+    own answers named `cited_self` (the message's own `citations`, bot/citations.py)."""
 
     reply_to: int | None = None
     thread: int | None = None
     quote: str = ""
     suffix: str = ""
     sources_head: str = ""
+    reply_quote: str = ""
+    cited_head: str = ""
+    cited_self: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -43,6 +49,9 @@ class Delivery:
             data["suffix"] = self.suffix
         if self.sources_head:
             data["sources_head"] = self.sources_head
+        for key in ("reply_quote", "cited_head", "cited_self"):
+            if value := getattr(self, key):
+                data[key] = value
         return data
 
     @classmethod
@@ -53,6 +62,9 @@ class Delivery:
             quote=str(data.get("quote", "")),
             suffix=str(data.get("suffix", "")),
             sources_head=str(data.get("sources_head", "")),
+            reply_quote=str(data.get("reply_quote", "")),
+            cited_head=str(data.get("cited_head", "")),
+            cited_self=str(data.get("cited_self", "")),
         )
 
 
