@@ -32,6 +32,7 @@ from membot.bot import texts
 from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.bot.due import TaskDoor
 from membot.bot.filters import AddressedToBot
+from membot.bot.guest import GuestDoor
 from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.limits import build_limits
@@ -113,6 +114,14 @@ class MembotApp:
             passing=passing,
             # STREAMING: the drafts' pacing, None for one message per answer.
             streaming=drafts if telegram.streaming else None,
+            # Guest Mode: a guest message answered from its caller's private chat's memory.
+            guests=GuestDoor(
+                self.bot,
+                core.service,
+                allowed=limits.allowed_user_ids,
+                deadline=telegram.guest_deadline,
+                clock=core.clock,
+            ),
         )
         # Inner, in this order: the allowlist first (an outsider's chat is never read), then
         # what the handler knows of the chat (`cid`, `state`, `words`), errors' apology too.

@@ -114,6 +114,9 @@ class Fields(EnvSettings):
     telegram_bot_rate: float = Field(default=30.0, gt=0, le=10_000)
     # Private chats see the answer while it is written (sendMessageDraft); false: one message.
     streaming: bool = True
+    # Guest Mode (Bot API 10.0): seconds after a guest message its answer is cut and sent as
+    # written (Telegram waits 30 s for answerGuestQuery).
+    guest_deadline: float = Field(default=25.0, gt=0, le=29)
     # Voice, images and documents (membot.media).
     transcription_model: str = Field(default="openai/whisper-1", min_length=1, pattern=r"^\S+$")
     max_audio_seconds: int = Field(default=600, ge=1, le=24 * 3600)

@@ -35,6 +35,7 @@ class TelegramSettings:
     group_rate: float
     bot_rate: float
     streaming: bool  # answers in private chats shown as drafts while they are written
+    guest_deadline: float  # seconds after a guest message: its answer is cut and sent
 
     @property
     def webhook_path(self) -> str:

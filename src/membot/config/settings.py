@@ -46,6 +46,7 @@ class Settings(Fields):
             group_rate=self.telegram_group_rate,
             bot_rate=self.telegram_bot_rate,
             streaming=self.streaming,
+            guest_deadline=self.guest_deadline,
         )
 
     @property

@@ -117,8 +117,7 @@ class Agent:
     async def respond(
         self, incoming: Incoming, sink: ReplySink, options: TurnOptions | None = None
     ) -> TurnResult:
-        """Answer one message. Raises LLMError (nothing stored, no state changed) when the
-        model fails."""
+        """Answer one message; LLMError (nothing stored, no state changed) if the model fails."""
         opts = options or TurnOptions()
         cid = incoming.conversation
         ctx = await self.repository.context(cid, self.policy.read)
@@ -143,6 +142,7 @@ class Agent:
             tg_message_id=incoming.message_id,
             attachments=seen.attachments,
             task=incoming.task,
+            guest=incoming.guest,
         )
         images: Mapping[int, tuple[dict[str, Any], ...]] = {}
         if self.media is not None and any(m.attachments for m in history):
@@ -255,9 +255,9 @@ class Agent:
         # A new API session's own settings: what its first turn starts from and keeps.
         given = opts.state if meta.messages_total == 0 else None
         start = given or meta.state
-        # A due task's turn is beside the conversation: it answers no consultation round,
-        # starts none, and its words (ours) tell nothing of the chat's language.
-        aside = incoming.task is not None
+        # A due task's turn, or a question from another chat (Guest Mode), is beside the
+        # conversation: it answers no consultation round, starts none, detects no language.
+        aside = incoming.aside
         next_round = None
         if opts.start is None and not aside:  # else a consultation starts below (consult)
             request = await initial_request_of(self.repository, incoming.conversation, start)

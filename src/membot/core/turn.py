@@ -38,6 +38,15 @@ class Incoming:
     # A task's turn: the firing it carries out (schedule/models.py `Firing.key`), stored with
     # its question so a firing run once is known to have run.
     task: str | None = None
+    # Asked from another chat through Guest Mode (bot/guest.py): the guest query's id, stored
+    # with the question (`Message.guest`) in the caller's private conversation.
+    guest: str | None = None
+
+    @property
+    def aside(self) -> bool:
+        """A turn beside the conversation (a due task's, a guest query's): it answers no
+        consultation round, starts none, and tells nothing of the chat's language."""
+        return self.task is not None or self.guest is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,13 @@ def transient(exc: BaseException) -> bool:
 
 def chat_of(update: Mapping[str, Any]) -> str:
     """The chat an update belongs to, from Telegram's JSON (without building aiogram's
-    model): the key that keeps one chat's updates in one lane (and one shard), in order."""
+    model): the key that keeps one chat's updates in one lane (and one shard), in order. A
+    guest message (Guest Mode) is its caller's: it is answered in their private chat's
+    conversation, whose id is theirs, in turn with that chat's own updates."""
+    guest = update.get("guest_message")
+    if isinstance(guest, dict):
+        sender = guest.get("from")
+        return str(sender["id"]) if isinstance(sender, dict) and "id" in sender else ""
     for key, value in update.items():
         if not isinstance(value, dict):
             continue

@@ -37,6 +37,22 @@ async def answered(repository: ChatRepository, chat_id: int, message_id: int) ->
         limit *= 4
 
 
+async def guest_answered(repository: ChatRepository, user_id: int, query: str) -> bool:
+    """Whether the guest query `query` (Guest Mode) was answered: its question is in the
+    caller's private chat (bot/guest.py), marked with the query's id (`Message.guest`)."""
+    stored = await repository.tail(ConversationId.telegram(user_id), DEDUP_WINDOW)
+    return any(m.guest == query for m in stored if m.role == "user")
+
+
+def guest_of(entry: Entry) -> tuple[int, str] | None:
+    """(caller's id, guest query id) of a guest message, else None."""
+    message = json.loads(entry.data).get("guest_message")
+    if not isinstance(message, dict) or not isinstance(message.get("from"), dict):
+        return None
+    query = message.get("guest_query_id")
+    return (int(message["from"]["id"]), str(query)) if query else None
+
+
 def question_of(entry: Entry) -> tuple[int, int] | None:
     """(chat id, message id) of a message (text, a voice, a photo...): what the archive may
     hold already. Not of an edited message: it keeps the id of the message it changes, whose

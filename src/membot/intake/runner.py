@@ -38,7 +38,7 @@ from membot.ids import ConversationId
 from membot.intake.albums import album_of
 from membot.intake.contract import Entry, Intake, NotHolder, transient
 from membot.intake.lanes import Lanes, report
-from membot.intake.repeats import answered, question_of
+from membot.intake.repeats import answered, guest_answered, guest_of, question_of
 from membot.memory.contract.repository import ChatRepository
 from membot.tasks import hurried_wait
 
@@ -273,8 +273,10 @@ class Runner:
         if not any(e.redelivered for e in group):
             return False
         for entry in group:
-            question = question_of(entry)
-            if question is not None and await answered(self.repository, *question):
+            question, guest = question_of(entry), guest_of(entry)
+            if (question is not None and await answered(self.repository, *question)) or (
+                guest is not None and await guest_answered(self.repository, *guest)
+            ):
                 log.info("update %s was answered before it was taken over", entry.update_id)
                 return True
         return False

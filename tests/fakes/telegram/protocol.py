@@ -20,6 +20,7 @@ JSON_FIELDS = frozenset(
         "link_preview_options",
         "reply_markup",
         "reply_parameters",
+        "result",
         "scope",
     }
 )

@@ -18,6 +18,7 @@ from tests.fakes.telegram.chats import Chats
 from tests.fakes.telegram.ephemeral import Ephemeral
 from tests.fakes.telegram.faults import Faults
 from tests.fakes.telegram.files import FileError, FileStore
+from tests.fakes.telegram.guest import Guest
 from tests.fakes.telegram.media_updates import MediaUpdates
 from tests.fakes.telegram.polling import Polling
 from tests.fakes.telegram.protocol import (
@@ -41,7 +42,9 @@ log = logging.getLogger("tests.fakes.telegram")
 _Method = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
-class FakeTelegram(Updates, MediaUpdates, Faults, Ephemeral, Polling, Sending, Chats, LocalServer):
+class FakeTelegram(
+    Updates, MediaUpdates, Faults, Ephemeral, Guest, Polling, Sending, Chats, LocalServer
+):
     """Fake Bot API server. ``async with FakeTelegram(token=...) as tg:`` starts and stops it."""
 
     def __init__(self, token: str = "4242:TEST-TOKEN") -> None:
@@ -92,6 +95,7 @@ class FakeTelegram(Updates, MediaUpdates, Faults, Ephemeral, Polling, Sending, C
         self._sender: WebhookSender | None = None
         self._init_faults()
         self._init_ephemeral()
+        self._init_guest()
         # Buttons: answers to callback queries, message edits, and each group's administrators.
         self.callback_answers: list[dict[str, Any]] = []
         self.edits: list[dict[str, Any]] = []
@@ -273,6 +277,7 @@ class FakeTelegram(Updates, MediaUpdates, Faults, Ephemeral, Polling, Sending, C
             ("editMessageText", self._edit_message_text),
             ("editEphemeralMessageText", self._edit_ephemeral_message_text),
             ("deleteEphemeralMessage", self._delete_ephemeral_message),
+            ("answerGuestQuery", self._answer_guest_query),
             ("setMyCommands", self._set_my_commands),
             ("getMyCommands", self._get_my_commands),
             ("deleteMyCommands", self._delete_my_commands),

@@ -10,6 +10,7 @@ from membot.bot.handlers import (
     edits,
     errors,
     files,
+    guest,
     imports,
     other,
     tasks,
@@ -29,5 +30,6 @@ def build_routers() -> list[Router]:
         voice.build_router(),
         files.build_router(),
         other.build_router(),
+        guest.build_router(),
         errors.build_router(),
     ]

@@ -162,5 +162,11 @@ class Texts:
     # A user outside ALLOWED_USER_IDS (in their Telegram app's language).
     NOT_ALLOWED: str
 
+    # Guest Mode (bot/guest.py): the one line a guest query gets instead of an answer, and
+    # the label after an answer cut at GUEST_DEADLINE (Markdown).
+    GUEST_NO_CHAT: str  # {bot}: the bot's @username
+    GUEST_TOO_LATE: str
+    GUEST_CUT: str
+
     # The command menu: (command, description).
     COMMANDS: tuple[tuple[str, str], ...]

@@ -242,6 +242,12 @@ EN = Texts(
     ),
     IMPORT_ADMINS_ONLY="Only the group's administrators can import into this chat.",
     NOT_ALLOWED="Sorry, this bot is private.",
+    GUEST_NO_CHAT=(
+        "I answer here from what you told me in our private chat, and we have none yet: "
+        "write to me at @{bot} first."
+    ),
+    GUEST_TOO_LATE="Sorry, I ran out of time for this one. Please ask me again.",
+    GUEST_CUT="_Cut short: time was up._",
     COMMANDS=(
         ("start", "Say hello"),
         ("help", "What I can do"),

@@ -73,6 +73,9 @@ class Message:
     # The question of a task's turn: the firing it carried out ("<task id>@<due>",
     # schedule/models.py), so a firing that was answered is never answered again.
     task: str | None = None
+    # A question asked from another chat through Guest Mode (Bot API 10.0): the guest query's
+    # id, so the private chat knows it happened and a query answered once is not answered again.
+    guest: str | None = None
     # An answer's sources (the pages a web search found that it cites), in order, each once.
     sources: tuple[Source, ...] = ()
     # Brought in by /import from another assistant's export ("chatgpt:<conversation id>:<message
@@ -91,7 +94,7 @@ class Message:
     def to_json(self) -> str:
         data: dict[str, Any] = {"seq": self.seq, "ts": iso(self.ts), "role": self.role}
         data["content"] = self.content
-        for key in ("user_id", "name", "tg_message_id", "tool_call_id", "task", "origin"):
+        for key in ("user_id", "name", "tg_message_id", "tool_call_id", "task", "origin", "guest"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -133,6 +136,7 @@ class Message:
                 stopped=data.get("stopped") is True,
                 delivery=Delivery.from_dict(data["delivery"]) if "delivery" in data else None,
                 task=opt_str(data.get("task")),
+                guest=opt_str(data.get("guest")),
                 sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
                 origin=opt_str(data.get("origin")),
                 citations=tuple(Citation.from_dict(c) for c in data.get("citations") or ()),
