@@ -11,6 +11,7 @@ what was written is sent. With QUEUE=redis the guest message goes through the st
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from membot.bot import texts
@@ -156,11 +157,15 @@ async def test_a_guest_turn_waits_for_the_private_answer_in_progress(
     await start_bot(drafts=FAST)
     tg.push_text(CALLER, "hello there, how are you today?")
     await tg.wait_for_messages(CALLER, 1)
-    llm.script(Reply(content="A slow private answer.", pacing=Pacing(chars=2, delay=0.1)))
+    llm.script(Reply(content="A slow private answer."))
+    llm.gate = asyncio.Event()  # the private answer is being written until the gate opens
     tg.push_text(CALLER, "write slowly")
-    await tg.wait_until(lambda: bool(tg.drafts_to(CALLER)), what="the private answer begun")
+    await llm.wait_for_in_flight(1)
     query = tg.push_guest(GROUP, "quick question", user_id=CALLER)
+    await tg.wait_until(lambda: tg.pending_updates() == 0, what="the guest message taken")
+    llm.gate.set()
     answer = await tg.wait_for_guest_answer(query)
+    assert llm.max_in_flight == 1  # never side by side
     [_, private] = await tg.wait_for_messages(CALLER, 2)
     assert private.text == "A slow private answer."
     # One turn after the other: the guest turn saw the private answer, stored before it.
