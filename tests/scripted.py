@@ -104,6 +104,7 @@ class Request:
     tools: list[dict[str, Any]]
     tool_choice: str | None
     options: CallOptions
+    hold: float | None = None
 
     @classmethod
     def of(cls, request: ModelRequest) -> Request:
@@ -113,6 +114,7 @@ class Request:
             tools=copy.deepcopy(list(request.tools)),
             tool_choice=request.tool_choice,
             options=request.options,
+            hold=request.hold,
         )
 
     @property

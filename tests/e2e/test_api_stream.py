@@ -38,7 +38,8 @@ def deltas(events: list[tuple[str, Any]]) -> list[str]:
 
 
 async def test_deltas_then_done_equal_to_the_plain_answer(api: RunningApi, llm: FakeLLM) -> None:
-    llm.script(ANSWER, ANSWER)
+    # Written a piece at a time, slower than the stream is read: each piece is its own delta.
+    llm.script(ANSWER, Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.15)))
     plain = await api.client.chat({"message": "Помоги подобрать веса"})
     streamed = await api.client.chat({"message": "Помоги подобрать веса", "stream": True})
     assert streamed.status == 200

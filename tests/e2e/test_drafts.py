@@ -55,10 +55,12 @@ async def test_a_private_chat_sees_drafts_then_the_stored_answer(
     assert 2 <= len(drafts) <= 4, [d.text for d in drafts]
     assert drafts[0].at < final.at and drafts[-1].at < final.at
     # One draft id per answer, with the Stop button; each draft shows more of the answer,
-    # rendered as the message is (the Markdown as entities, from the first draft on).
+    # rendered as the message is (the Markdown as entities, from the first draft on). The
+    # stream is read twice a second, so its last read may bring the end: the last draft may
+    # show it all.
     assert len({d.draft_id for d in drafts}) == 1 and all(d.can_stop for d in drafts)
     lengths = [len(d.text) for d in drafts]
-    assert lengths == sorted(lengths) and lengths[0] < lengths[-1] < len(answer)
+    assert lengths == sorted(lengths) and lengths[0] < lengths[-1] <= len(answer)
     assert all(answer.startswith(d.text.rstrip()) for d in drafts)
     assert all({"type": "bold", "offset": 0, "length": 4} in d.entities for d in drafts)
     assert answer.startswith("Plan: step0") and final.entities[0]["type"] == "bold"

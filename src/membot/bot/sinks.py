@@ -127,6 +127,12 @@ class DraftSink(TelegramSink):
     def stop(self) -> asyncio.Event:
         return self._stop
 
+    @property
+    def hold(self) -> float:
+        # Drafts go out a second apart at most: text held half that is in them at most half a
+        # second later, and read from the model four times less often than at the default.
+        return self.drafts.pacing.interval / 2
+
     async def delta(self, text: str) -> None:
         self.drafts.add(text)
 

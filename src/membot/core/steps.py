@@ -25,7 +25,7 @@ from membot.core.citing import MarkerFilter, cited_answer, strip_markers
 from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
-from membot.core.turn import StoppableSink, StreamingSink
+from membot.core.turn import PacedSink, StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import (
     MAX_SOURCES,
@@ -207,6 +207,8 @@ class ToolSteps:
             return await self.model.complete(request)
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
+        if isinstance(sink, PacedSink):
+            request = replace(request, hold=sink.hold)
         items = self.model.stream(request)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.

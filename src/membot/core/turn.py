@@ -140,6 +140,17 @@ class StreamingSink(ReplySink, Protocol):
 
 
 @runtime_checkable
+class PacedSink(Protocol):
+    """A streaming sink whose reader sees the text at a pace of its own (Telegram's drafts,
+    a second apart): a piece may wait `hold` seconds to be read from the model's stream with
+    the pieces after it, unseen (llm/pacing.py: fewer reads, less CPU). Other streaming
+    sinks get the model's own default."""
+
+    @property
+    def hold(self) -> float: ...
+
+
+@runtime_checkable
 class HearingSink(Protocol):
     """A sink that shows what was heard in the turn's voice/audio/video notes as soon as it
     is transcribed, before the model answers (a draft's head); `TurnResult.heard` still

@@ -21,7 +21,7 @@ from membot.llm.errors import (
     LLMUnavailable,
 )
 from membot.llm.model import LLMResponse, ModelRequest, StreamItem, StreamNotes
-from membot.llm.streaming import Assembler, pieces
+from membot.llm.streaming import READ_HOLD, Assembler, pieces
 from membot.llm.wire import (
     WEB_PLUGIN,
     WEB_SEARCH_TOOL,
@@ -124,7 +124,8 @@ class OpenAIChatModel:
         try:
             opened = await self._post_with_fallback(WireRequest(model, request), self._open_stream)
             # Closed however the loop ends, and with it the response.
-            async with aclosing(pieces(opened, assembled)) as written:
+            hold = READ_HOLD if request.hold is None else request.hold
+            async with aclosing(pieces(opened, assembled, hold=hold)) as written:
                 async for piece in written:
                     if first is None:
                         first = time.perf_counter() - started

@@ -106,6 +106,9 @@ class ModelRequest:
     tool_choice: str | None = None
     options: CallOptions = field(default_factory=CallOptions)
     purpose: str = "chat"
+    # A streamed call: seconds a piece of text may wait to be read with the ones after it
+    # (its reader would not see it sooner); None: the model's own default.
+    hold: float | None = None
 
     def with_options(self, options: CallOptions | None) -> ModelRequest:
         """The same request with other options (None: the defaults)."""

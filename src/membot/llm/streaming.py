@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import nullcontext
 from typing import Any
 
 import httpx2
@@ -25,11 +26,15 @@ import orjson
 from openai.types import CompletionUsage
 
 from membot.llm.model import LLMResponse, Source, Usage
+from membot.llm.pacing import reading
 from membot.llm.wire import sources_of, usage_of
 
 _DONE = b"[DONE]"
 # Seconds the rest of a body after [DONE] is read for, at most (see _drain).
 DRAIN_TIMEOUT = 0.1
+# Seconds the connection's reading is paused after each read once the text has begun: the
+# longest a piece of text waits (see llm/pacing.py for why).
+READ_HOLD = 0.1
 
 
 class Events:
@@ -148,38 +153,64 @@ class Assembler:
         )
 
 
-async def pieces(response: httpx2.Response, assembled: Assembler) -> AsyncGenerator[str, None]:
-    """The text of a streamed response as it comes (each chunk's that has some), every chunk
-    fed to `assembled`. Closes the response however it ends. Raises the `openai` client's
-    errors: APITimeoutError, APIConnectionError, or APIError for an `error` event or a chunk
-    that is not JSON."""
+async def pieces(
+    response: httpx2.Response, assembled: Assembler, *, hold: float = READ_HOLD
+) -> AsyncGenerator[str, None]:
+    """The text of a streamed response as it comes, each read's pieces joined into one, every
+    chunk fed to `assembled`. Once the text (or a tool call) has begun, the connection's
+    reading is paused for `hold` seconds after each read (llm/pacing.py), so the chunks that
+    arrive meanwhile come in one read; the first words are never held. Closes the response
+    however it ends. Raises the `openai` client's errors: APITimeoutError,
+    APIConnectionError, or APIError for an `error` event or a chunk that is not JSON."""
     events = Events()
     # The body as it comes, decoded only if the provider compressed it.
     encoded = response.headers.get("content-encoding", "identity") != "identity"
     body = response.aiter_bytes() if encoded else response.aiter_raw()
+    paced = reading(response) if hold > 0 else None
     try:
         async for data in body:
-            for payload in events.feed(data):
-                if payload.startswith(_DONE):
-                    await _drain(body)
-                    return
-                try:
-                    chunk = orjson.loads(payload)
-                except orjson.JSONDecodeError:
-                    raise openai.APIError(
-                        "a chunk of the stream is not JSON", response.request, body=None
-                    ) from None
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    raise _stream_error(chunk["error"], response.request)
-                piece = assembled.add(chunk)
-                if piece:
-                    yield piece
+            written, done, failed = _read(events.feed(data), assembled, response.request)
+            begun = bool(assembled.text or assembled.calls) and not done and failed is None
+            # The first words are never held; nor is the connection once the answer is whole.
+            async with paced.held(hold) if paced is not None and begun else nullcontext():
+                if written:
+                    yield "".join(written)
+            if failed is not None:
+                raise failed
+            if done:
+                await _drain(body)
+                return
     except httpx2.TimeoutException as exc:
         raise openai.APITimeoutError(request=response.request) from exc
     except httpx2.RequestError as exc:
         raise openai.APIConnectionError(request=response.request) from exc
     finally:
         await response.aclose()
+
+
+def _read(
+    payloads: list[bytes], assembled: Assembler, request: httpx2.Request
+) -> tuple[list[str], bool, openai.APIError | None]:
+    """One read's events: the text pieces they carry, whether the stream said `[DONE]`, and
+    the error it reported if it did (what came before it in the read is still shown)."""
+    written: list[str] = []
+    for payload in payloads:
+        if payload.startswith(_DONE):
+            return written, True, None
+        try:
+            chunk = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            return (
+                written,
+                False,
+                openai.APIError("a chunk of the stream is not JSON", request, body=None),
+            )
+        if isinstance(chunk, dict) and chunk.get("error"):
+            return written, False, _stream_error(chunk["error"], request)
+        piece = assembled.add(chunk)
+        if piece:
+            written.append(piece)
+    return written, False, None
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:

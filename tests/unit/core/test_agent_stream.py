@@ -73,6 +73,22 @@ async def test_the_answer_streams_and_is_stored_before_it_is_given(
     assert [kind for kind, _ in sink.events][-1] == "answer"
 
 
+class DraftLikeSink(StreamingSink):
+    """A sink whose reader sees the text at a pace of its own (core/turn.py PacedSink)."""
+
+    hold = 0.5
+
+
+async def test_a_paced_sinks_hold_goes_with_the_request(
+    model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    # The model's stream may be read that seldom for it (llm/pacing.py); others get its default.
+    model.script(ANSWER, ANSWER)
+    await make(model, repo).respond(said("Plan a trip"), DraftLikeSink())
+    await make(model, repo).respond(said("Plan a trip"), StreamingSink())
+    assert [r.hold for r in model.chat_requests] == [0.5, None]
+
+
 async def test_a_sink_without_delta_gets_a_plain_call(
     model: ScriptedModel, repo: MemoryRepository
 ) -> None:
