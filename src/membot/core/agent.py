@@ -213,8 +213,8 @@ class Agent:
         stored = await to_the_end(self._keep(cid, files, [user, *produced], after, facts))
         result = replace(result, first_seq=stored[0].seq, seq=stored[-1].seq)
         await sink.answer(result)
-        if summary_due(self.summarizer, ctx.meta, stored[-1].seq):
-            self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid))
+        if facts.dropped or summary_due(self.summarizer, ctx.meta, stored[-1].seq):
+            self.tasks.spawn(("summary", cid), self.summarizer.maybe_summarize(cid, facts.dropped))
         return result
 
     async def _keep(

@@ -23,6 +23,8 @@ class FactsDraft:
         self.cid = cid
         self.limit = limit
         self._ops: list[Op] = []
+        # Set by commit: the facts the turn removed for good, as the user corrected them.
+        self.dropped: list[str] = []
 
     async def view(self) -> list[str]:
         """The facts as they will be once the turn is stored."""
@@ -51,6 +53,12 @@ class FactsDraft:
             self._ops.append(("remove", tuple(removed)))
         return removed
 
+    def _removed_for_good(self) -> list[str]:
+        """The facts this turn removed and did not add back: what the user corrected."""
+        removed = [f for op, items in self._ops if op == "remove" for f in items]
+        added = {f for op, items in self._ops if op == "add" for f in items}
+        return [f for f in removed if f not in added]
+
     def mark(self) -> int:
         """Where the changes stand now, for `undo`."""
         return len(self._ops)
@@ -61,6 +69,7 @@ class FactsDraft:
 
     async def commit(self) -> None:
         """Apply the changes, in the order the tools made them."""
+        self.dropped = self._removed_for_good()
         for op, items in self._ops:
             if op == "add":
                 await self.repository.add_fact(self.cid, items[0], self.limit)

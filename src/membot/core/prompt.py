@@ -27,7 +27,8 @@ NO_HISTORY = (
 )
 FACTS_HEADER = (
     "Facts the user asked you to remember (true until the user says otherwise; "
-    "use them without announcing them):"
+    "use them without announcing them; where the summary or an earlier message says "
+    "otherwise, these are right):"
 )
 # Before the new message where the chat has a time (Telegram chats with tasks): its date,
 # weekday, time and zone (schedule/show.py `now_line`). With the new message, not in the

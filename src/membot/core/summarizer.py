@@ -35,6 +35,18 @@ INSTRUCTIONS = (
     "decisions, open questions and promises; drop greetings and small talk. "
     "Write the summary in {language}."
 )
+# The facts the user keeps are current: a summary that says otherwise is brought in line.
+FACTS_NOTE = (
+    "Facts the user keeps (current: where the previous summary or the new messages say "
+    "otherwise, these are right, and the summary must agree with them):"
+)
+CORRECTION = (
+    "You maintain the running summary of a conversation between a user and an AI "
+    "assistant. The user corrected what is remembered of them: the statements listed as "
+    "no longer true must not stay in the summary as true, and the summary must agree with "
+    "the facts the user keeps. Rewrite the summary accordingly and change nothing else: "
+    "same length, same style, no preamble. Write the summary in {language}."
+)
 
 
 class HistoryCompressor(Protocol):
@@ -44,7 +56,7 @@ class HistoryCompressor(Protocol):
 
     def due(self, messages_total: int, summarized_upto: int) -> bool: ...
 
-    async def maybe_summarize(self, cid: ConversationId) -> bool: ...
+    async def maybe_summarize(self, cid: ConversationId, corrected: Sequence[str] = ()) -> bool: ...
 
 
 class Summarizer:
@@ -73,17 +85,19 @@ class Summarizer:
     def due(self, messages_total: int, summarized_upto: int) -> bool:
         return self.policy.due(messages_total, summarized_upto)
 
-    async def maybe_summarize(self, cid: ConversationId) -> bool:
-        """Summarize if SUMMARY_EVERY or more messages are not covered yet. True if it did.
-        With a lease, only while holding it; False at once if another process holds it."""
+    async def maybe_summarize(self, cid: ConversationId, corrected: Sequence[str] = ()) -> bool:
+        """Summarize if SUMMARY_EVERY or more messages are not covered yet; else, when the
+        user just corrected facts (`corrected`: the ones removed), rewrite the summary to
+        agree (`_correct`). True if it did either. With a lease, only while holding it;
+        False at once if another process holds it."""
         if self.lease is None:
-            return await self._summarize(cid)
+            return await self._summarize(cid) or await self._correct(cid, corrected)
         async with self.lease.hold(cid) as held:
             if not held:
                 log.debug("%s: a summary is being made elsewhere; skipping", cid)
                 return False
             # Read inside the lease: a summary another process just saved is seen here.
-            return await self._summarize(cid)
+            return await self._summarize(cid) or await self._correct(cid, corrected)
 
     async def _summarize(self, cid: ConversationId) -> bool:
         meta = await self.repository.get_meta(cid)
@@ -117,10 +131,11 @@ class Summarizer:
         if not block:
             return False
         previous = await self.repository.get_summary(cid)
+        facts = await self.repository.get_facts(cid)
         try:
             # The language stored with the conversation (detected from its first message or
             # set with /language): meta is written with every turn, so it is current.
-            asked = self.build_messages(previous, block, meta.state.language)
+            asked = self.build_messages(previous, block, meta.state.language, facts)
             response = await self.model.complete(ModelRequest(asked, purpose="summary"))
         except LLMError as exc:
             log.error("%s: summary failed (%s); will retry at a later turn", cid, exc)
@@ -143,15 +158,54 @@ class Summarizer:
         )
         return True
 
+    async def _correct(self, cid: ConversationId, dropped: Sequence[str]) -> bool:
+        """The summary rewritten after the user corrected their facts: `dropped` (removed by
+        `forget`) no longer true, the kept ones current; its coverage stays as it was. Made
+        only when no summary was due (a new one reads the kept facts itself)."""
+        previous = await self.repository.get_summary(cid)
+        if not previous.strip() or not dropped:
+            return False
+        meta = await self.repository.get_meta(cid)
+        kept = await self.repository.get_facts(cid)
+        parts = [
+            f"Summary:\n{previous.strip()}",
+            "No longer true:\n" + "\n".join(f"- {fact}" for fact in dropped),
+            "Facts the user keeps:\n" + ("\n".join(f"- {fact}" for fact in kept) or "none"),
+        ]
+        language = self.language_for(meta.state.language)
+        asked = [
+            {"role": "system", "content": CORRECTION.format(language=language)},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
+        try:
+            response = await self.model.complete(ModelRequest(asked, purpose="summary"))
+        except LLMError as exc:
+            log.error("%s: summary correction failed (%s); the next summary makes it", cid, exc)
+            return False
+        text = response.content.strip()
+        # A summary made meanwhile (another process) is newer than the one corrected here.
+        if not text or await self.repository.get_summary(cid) != previous:
+            return False
+        upto = meta.summarized_upto
+        if not await self.repository.save_summary(cid, text, 1, upto, meta.generation):
+            return False
+        log.info("%s: summary corrected (%d fact(s) no longer true)", cid, len(dropped))
+        return True
+
     def language_for(self, code: str | None) -> str:
         """The language the summary is written in, as the instructions name it: SUMMARY_LANGUAGE
         when set, else the conversation's (an ISO 639-1 code, "ru" -> "Russian")."""
         return self.language or language_name(code) or UNKNOWN_LANGUAGE
 
     def build_messages(
-        self, previous: str, block: Sequence[Message], language: str | None = None
+        self,
+        previous: str,
+        block: Sequence[Message],
+        language: str | None = None,
+        facts: Sequence[str] = (),
     ) -> list[dict[str, str]]:
-        """The summary request; `language` is the conversation's language code, if known."""
+        """The summary request; `language` is the conversation's language code, if known;
+        `facts`, the kept facts, which the summary must agree with."""
         transcript = "\n".join(_line(m) for m in block)
         parts = [
             f"Previous summary:\n{previous.strip()}"
@@ -159,6 +213,8 @@ class Summarizer:
             else "Previous summary: none",
             f"New messages:\n{transcript}",
         ]
+        if facts:
+            parts.append(FACTS_NOTE + "\n" + "\n".join(f"- {fact}" for fact in facts))
         return [
             {
                 "role": "system",

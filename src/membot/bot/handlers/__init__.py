@@ -12,6 +12,7 @@ from membot.bot.handlers import (
     files,
     guest,
     imports,
+    memory,
     other,
     tasks,
     voice,
@@ -21,6 +22,7 @@ from membot.bot.handlers import (
 def build_routers() -> list[Router]:
     return [
         commands.build_router(),
+        memory.build_router(),
         consult.build_router(),
         chat_settings.build_router(),
         tasks.build_router(),

@@ -1,4 +1,4 @@
-"""/start, /help, /summary, /memory, /language, /tools, /reset: each answers in the chat's
+"""/start, /help, /summary, /language, /tools, /reset: each answers in the chat's
 language."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from aiogram.filters import Command, CommandObject, CommandStart
 from aiogram.types import Message
 
 from membot.bot import texts
-from membot.bot.personal import answer_personal
 from membot.bot.render import send_markdown, topic_of
 from membot.config import ConversationSettings
 from membot.core.language import LANGUAGES, SUPPORTED, own_name, parse_code
@@ -26,7 +25,6 @@ def build_router() -> Router:
     router.message.register(reset, Command("reset"))
     router.message.register(language, Command("language"))
     router.message.register(summary, Command("summary"))
-    router.message.register(memory, Command("memory"))
     router.message.register(tools, Command("tools"))
     return router
 
@@ -102,27 +100,6 @@ async def summary(
         return
     await send_markdown(
         bot, message.chat.id, words.SUMMARY.format(summary=text) + note, thread_id=topic_of(message)
-    )
-
-
-async def memory(
-    message: Message,
-    bot: Bot,
-    cid: ConversationId,
-    state: ConversationState,
-    words: texts.Texts,
-    repository: ChatRepository,
-) -> None:
-    note = consultation_note(words, state)
-    facts = await repository.get_facts(cid)
-    if not facts:
-        await answer_personal(bot, message, words, words.NO_FACTS + note)
-        return
-    listing = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
-    # Up to 100 facts of 500 characters: this can run past one message. In a group, to the
-    # member who asked, never to the whole group (bot/personal.py).
-    await answer_personal(
-        bot, message, words, words.FACTS.format(facts=listing) + note, secret=True
     )
 
 

@@ -21,6 +21,13 @@ class Texts:
     SUMMARY: str  # {summary}
     NO_FACTS: str
     FACTS: str  # {facts}
+    # /memory's buttons, and what a press of Delete is answered (bot/handlers/memory.py).
+    FACT_DELETE_BUTTON: str  # {n}: the fact's number in the list
+    FACT_DELETED: str  # {fact}
+    FACT_CHANGED: str  # the fact is no longer kept as it was listed
+    FACTS_ALL_DELETED: str  # every fact a /memory message listed is deleted; others remain
+    MEMORY_FORGET_BUTTON: str
+    MEMORY_EXPORT_BUTTON: str
     # In a group, what concerns one member goes to them alone (bot/personal.py): the head of
     # the private copy when the group took no ephemeral message, and what the group is
     # shown instead when the member cannot be written to privately either.

@@ -16,7 +16,7 @@ EN = Texts(
         "/finish - the consultation's final answer now\n"
         "/cancel - end the consultation without an answer\n"
         "/summary - what I remember of our earlier conversation\n"
-        "/memory - the facts you asked me to keep\n"
+        "/memory - what I keep of this chat (facts, summary): see it, delete a fact\n"
         "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
         "/model [id] - this chat's model: see it, or choose another\n"
         "/persona [text | reset] - this chat's own instructions for me\n"
@@ -46,6 +46,12 @@ EN = Texts(
         'e.g. "remember that I prefer short answers".'
     ),
     FACTS="Facts I keep for this chat:\n\n{facts}\n\nAsk me to forget any of them at any time.",
+    FACT_DELETE_BUTTON="🗑 {n}",
+    FACT_DELETED="Deleted: {fact}",
+    FACT_CHANGED="That fact has changed or is gone already; the list shows what I keep now.",
+    FACTS_ALL_DELETED="The facts listed here are deleted.",
+    MEMORY_FORGET_BUTTON="Forget…",
+    MEMORY_EXPORT_BUTTON="Export",
     PERSONAL_FROM="From the group “{chat}”:",
     PERSONAL_START=(
         "{name}, this is for your eyes only and I can't show it to you here. Start a private "
@@ -255,7 +261,7 @@ EN = Texts(
         ("finish", "The consultation's final answer now"),
         ("cancel", "End the consultation without an answer"),
         ("summary", "What I remember of our earlier chat"),
-        ("memory", "Facts I keep for you"),
+        ("memory", "What I remember: see and correct it"),
         ("language", "The language of this chat"),
         ("model", "The model this chat uses"),
         ("persona", "This chat's own instructions for me"),

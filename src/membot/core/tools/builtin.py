@@ -67,7 +67,8 @@ async def remember(
 ) -> str:
     """Keep a fact for all later conversations in this chat (it is shown to you in every
     prompt). Use it when the user asks you to remember something, or states a lasting fact
-    about themselves or their preferences.
+    about themselves or their preferences. When the user corrects a kept fact ("I moved to
+    Lisbon"), forget the old one and remember the corrected one.
 
     Args:
         fact: The fact as one short self-contained sentence, e.g. "The user's name is Anna".
@@ -89,7 +90,8 @@ async def forget(
     ctx: TurnContext, fact: Annotated[str, Field(min_length=1, max_length=MAX_FACT_CHARS)]
 ) -> str:
     """Stop keeping a remembered fact. Use it when the user asks you to forget something or
-    a kept fact is no longer true.
+    a kept fact is no longer true (corrected: then remember the corrected fact too). The
+    summary of the conversation is brought in line with the kept facts.
 
     Args:
         fact: The fact to drop: its exact text, or words that occur in it (every kept fact
