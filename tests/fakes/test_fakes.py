@@ -23,8 +23,16 @@ from aiogram.exceptions import (
     TelegramRetryAfter,
     TelegramUnauthorizedError,
 )
-from aiogram.methods import GetUpdates
-from aiogram.types import BotCommand, Message, MessageEntity, ReplyParameters, Update
+from aiogram.methods import AnswerGuestQuery, GetUpdates
+from aiogram.types import (
+    BotCommand,
+    InlineQueryResultArticle,
+    InputTextMessageContent,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from openai.types.chat import ChatCompletionUserMessageParam
 
 from tests.fakes import BOT_ID, BOT_USERNAME, FakeLLM, FakeTelegram, Reply, Transcription
@@ -298,6 +306,39 @@ async def test_stop_is_delivered_only_to_a_bot_that_asked_for_it(
     assert update.stopped_message_generation.draft_id == 11
     assert update.stopped_message_generation.chat.id == 7
     assert update.event_type == "stopped_message_generation"
+
+
+async def test_a_guest_query_is_delivered_to_a_bot_that_asked_and_answered_once(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    first = tg.push_guest(-300, "when is it due?", user_id=5)
+    assert await bot(GetUpdates(timeout=0, allowed_updates=["message"])) == []
+    second = tg.push_guest(-300, "and now?", user_id=5)
+    [update] = await bot(GetUpdates(timeout=0, allowed_updates=["message", "guest_message"]))
+    message = update.guest_message
+    assert message is not None and message.guest_query_id == second != first
+    assert message.chat.id == -300 and message.from_user is not None
+    assert message.from_user.id == 5 and message.text == f"@{BOT_USERNAME} and now?"
+    content = InputTextMessageContent(
+        message_text="Friday", entities=[MessageEntity(type="bold", offset=0, length=6)]
+    )
+    article = InlineQueryResultArticle(id="a", title="membot", input_message_content=content)
+    sent = await bot(AnswerGuestQuery(guest_query_id=second, result=article))
+    assert sent.inline_message_id
+    answer = tg.guest_answers[second]
+    assert (answer.chat_id, answer.text) == (-300, "Friday")
+    assert answer.entities == [{"type": "bold", "offset": 0, "length": 6}]
+    assert 0 <= answer.after < 5
+    with pytest.raises(TelegramBadRequest, match="query ID is invalid"):  # one answer a query
+        await bot(AnswerGuestQuery(guest_query_id=second, result=article))
+    with pytest.raises(TelegramBadRequest, match="query ID is invalid"):
+        await bot(AnswerGuestQuery(guest_query_id="gq-unknown", result=article))
+    bad = InputTextMessageContent(
+        message_text="Fri", entities=[MessageEntity(type="bold", offset=0, length=9)]
+    )
+    wrong = InlineQueryResultArticle(id="a", title="membot", input_message_content=bad)
+    with pytest.raises(TelegramBadRequest, match="entities"):
+        await bot(AnswerGuestQuery(guest_query_id=first, result=wrong))
 
 
 async def test_an_edit_is_the_message_again_for_a_bot_that_asked_for_edits(
