@@ -220,6 +220,34 @@ async def test_an_export_over_the_limit_is_not_downloaded(
     assert not (data_dir / str(CHAT) / "messages.txt").exists()
 
 
+async def test_an_import_larger_than_redis_keeps_is_refused_whole(
+    tg: FakeTelegram, start_bot: StartBot
+) -> None:
+    storage = "membot-test:" + uuid.uuid4().hex + ":"
+    repo = RedisRepository(create_client(REDIS_URL), prefix=storage)
+    try:
+        # Redis keeps 100 messages of a chat, less the window's 4 + 4 + 24: 68 at most.
+        await start_bot(
+            storage="redis",
+            redis_url=REDIS_URL,
+            redis_prefix=storage,
+            redis_max_messages=100,
+            window_size=4,
+            summary_every=4,
+        )
+        roles = ("user", "assistant")
+        turns = [Turn(roles[n % 2], f"line {n}", minutes(T0, n)) for n in range(80)]
+        long = Chat("c-long", "Long", turns)
+        reply = await send(tg, chatgpt_json([long]), "conversations.json")
+        assert reply == EN.IMPORT_TOO_MANY.format(count=80, limit=68)
+        assert await kept(repo) == []
+    finally:
+        keys = [key async for key in repo.client.scan_iter(match=f"{storage}*")]
+        if keys:
+            await repo.client.delete(*keys)
+        await repo.close()
+
+
 async def test_only_a_groups_admins_import(
     tg: FakeTelegram, start_bot: StartBot, data_dir: Path
 ) -> None:

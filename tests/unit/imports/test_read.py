@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from membot.imports import BrokenExport, ExportTooBig, NotAnExport, read_export
-from tests.fakes.exports import Chat, Turn, chatgpt_conversation, chatgpt_json, claude_json
+from tests.fakes.exports import (
+    Chat,
+    Turn,
+    chatgpt_conversation,
+    chatgpt_json,
+    claude_json,
+    claude_zip,
+)
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -60,6 +67,11 @@ def test_claude_takes_the_branch_of_its_last_message(tmp_path: Path) -> None:
     assert [s.role for s in thread.messages] == ["user", "assistant", "user", "assistant"]
     assert "Use commercial yeast" not in [s.text for s in thread.messages]
     assert thread.messages[0].origin == "claude:c1:c1-m0"
+
+
+def test_claudes_zip_is_read_like_its_json(tmp_path: Path) -> None:
+    from_zip = read_export(write(tmp_path, claude_zip([chat()]), "a.zip"), 10**6)
+    assert from_zip == read_export(write(tmp_path, claude_json([chat()]), "b.json"), 10**6)
 
 
 def test_a_zip_that_inflates_past_the_limit_is_refused(tmp_path: Path) -> None:
