@@ -233,3 +233,62 @@ async def test_through_the_webhook(
     query = tg.push_guest(GROUP, "when do I pay Anna back?", user_id=CALLER)
     assert (await tg.wait_for_guest_answer(query)).text == "On Friday."
     assert stored(data_dir, CALLER)[-2]["guest"] == query
+
+
+async def test_what_the_guest_message_replies_to_reaches_the_model(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot(drafts=FAST)
+    await private_fact(tg, llm)
+    tg.push_text(GROUP, "You still owe me for the concert!", user_id=6006, first_name="Anna")
+    quoted = 1  # the group's first message
+    llm.script(Reply(content="50 euros, by Friday."))
+    query = tg.push_guest(GROUP, "how much is it?", user_id=CALLER, reply_to=quoted)
+    assert (await tg.wait_for_guest_answer(query)).text == "50 euros, by Friday."
+    asked = without_now(str(llm.chat_requests[-1]["messages"][-1]["content"]))
+    assert "[Replying to Anna: You still owe me for the concert!]" in asked
+    assert asked.endswith("how much is it?")
+
+
+async def test_a_model_failure_is_one_line_and_nothing_is_stored(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot(drafts=FAST)
+    await private_fact(tg, llm)
+    kept = stored(data_dir, CALLER)
+    llm.script(Reply(status=500, error_message="upstream failed"))
+    query = tg.push_guest(GROUP, "when?", user_id=CALLER)
+    assert (await tg.wait_for_guest_answer(query)).text == EN.LLM_FAILED
+    assert stored(data_dir, CALLER) == kept
+
+
+async def test_a_query_whose_turn_comes_past_its_deadline_gets_one_line(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot(drafts=FAST, guest_deadline="2")
+    tg.push_text(CALLER, "hello there, how are you today?")
+    await tg.wait_for_messages(CALLER, 1)
+    # The private answer takes longer than the guest query may wait (simulated latency).
+    llm.script(Reply(content="A slow private answer.", delay=4.0))
+    tg.push_text(CALLER, "take your time")
+    await llm.wait_for_in_flight(1)
+    calls = len(llm.requests)
+    query = tg.push_guest(GROUP, "quick question", user_id=CALLER)
+    answer = await tg.wait_for_guest_answer(query)
+    assert answer.text == EN.GUEST_TOO_LATE and answer.after > 2
+    assert len(llm.requests) == calls  # no model call for it
+    assert [m.get("guest") for m in stored(data_dir, CALLER)] == [None] * 4
+
+
+async def test_an_answer_longer_than_a_message_is_cut_and_kept_whole(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot(drafts=FAST)
+    await private_fact(tg, llm)
+    long = "\n\n".join(f"Paragraph {n}: " + "words " * 60 for n in range(30))
+    llm.script(Reply(content=long))
+    query = tg.push_guest(GROUP, "tell me all", user_id=CALLER)
+    answer = await tg.wait_for_guest_answer(query)
+    assert answer.text.endswith("…") and len(answer.text) <= 4096
+    assert answer.text.startswith("Paragraph 0: words")
+    assert stored(data_dir, CALLER)[-1]["content"] == long.strip()
