@@ -12,6 +12,7 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = (
     "search_history",
     "remember",
     "forget",
+    "forget_messages",
     "current_datetime",
     "calculate",
     "start_consultation",

@@ -24,6 +24,7 @@ from membot.bot import texts
 from membot.bot.drafts import DraftPacing, Drafts
 from membot.bot.files import SentFile, check, download, sent_file
 from membot.bot.filters import strip_mention
+from membot.bot.forgetting import show_model_request
 from membot.bot.personal import answer_personal
 from membot.bot.refusals import over_limit, unusable_file
 from membot.bot.render import topic_of
@@ -91,11 +92,12 @@ async def run_turn(
                 # Stop on the draft reaches the turn through the runner (intake/runner.py).
                 with service.stops.register(message.chat.id, drafts.draft_id) as stop:
                     sink = DraftSink(bot, message, service.repository, drafts, stop)
-                    return await turn(sink)
-        async with ChatActionSender.typing(
-            bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
-        ):
-            return await turn(TelegramSink(bot, message, service.repository))
+                    result = await turn(sink)
+        else:
+            async with ChatActionSender.typing(
+                bot=bot, chat_id=message.chat.id, message_thread_id=topic_of(message)
+            ):
+                result = await turn(TelegramSink(bot, message, service.repository))
     except LLMError as exc:
         log.error("chat %s: no answer: %s: %s", message.chat.id, type(exc).__name__, exc)
         words = await _words(service, incoming.conversation)
@@ -103,6 +105,9 @@ async def run_turn(
             words.LLM_BUSY if isinstance(exc, LLMRateLimited) else words.LLM_FAILED
         )
         return None
+    # The model asked to forget (forget_messages): the confirmation follows its answer.
+    await show_model_request(message, service, incoming.conversation)
+    return result
 
 
 async def answer_files(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from membot.core.consult import RoundPlan, initial_request_of
 from membot.core.facts import FactsDraft
+from membot.core.forget import Forgetting
 from membot.core.imported import summary_due, window_of
 from membot.core.language import Detect, detect_in_thread, detect_language
 from membot.core.media import MediaReader, Understood
@@ -99,11 +100,10 @@ class Agent:
         )
         # The chats' tasks, for the task tools; None: no turn is offered them.
         self.task_desk = task_desk
-        self.search = search
-        self.search_budget = search_budget
+        self.search, self.search_budget = search, search_budget
         self.tasks = tasks if tasks is not None else TaskSupervisor()
-        self.consult_rounds = consult_rounds
-        self.max_rounds = max_rounds
+        self.consult_rounds, self.max_rounds = consult_rounds, max_rounds
+        self.forgetting = Forgetting(repository, search, self.tasks)  # /forget's requests
         # Tells a conversation's language from its first (long enough) user message.
         self.detect = detect
         # What a chat may have chosen (MODELS): a stored choice the operator has since taken
@@ -186,6 +186,7 @@ class Agent:
             ),
             facts=facts,
             tasks=book,
+            forgetting=self.forgetting.desk(incoming),
         )
         produced, response = await self.steps.run(prompt, sink, tool_ctx, plan, opts, offer)
         if plan.round is not None and plan.round is not opening:
@@ -265,10 +266,9 @@ class Agent:
         plan = TurnPlan(
             start,
             round=next_round,
-            # Read while the storage is down (memory/outage/), meta.state is a stand-in, not
-            # the conversation's: the turn is answered but writes no state built on it.
-            # A state the front door gave (a new API session's, an explicit /consult) is the
-            # conversation's own, and kept.
+            # Read while the storage is down (memory/outage/), meta.state is a stand-in: the
+            # turn writes no state built on it. A state the front door gave (a new API
+            # session's, an explicit /consult) is the conversation's own, and kept.
             keep=not meta.degraded or opts.start is not None or given is not None,
             unsaved=given is not None,
             offer=opts.consult_tool

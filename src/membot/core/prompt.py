@@ -115,9 +115,12 @@ class PromptBuilder:
         """The recent messages as the model sees them, without torn tool exchanges.
         `images`: the image parts shown with a message (by seq); others are text markers."""
         shown = images or {}
+        # A forgotten message (/forget) is a tombstone: not shown, as if never said; a tool
+        # exchange it leaves torn is dropped like any other.
+        said = [m for m in history if not m.forgotten]
         return [
             to_chat_message(m, group=group, images=shown.get(m.seq, ()))
-            for m in drop_unpaired(history)
+            for m in drop_unpaired(said)
         ]
 
 

@@ -206,7 +206,7 @@ class Summarizer:
     ) -> list[dict[str, str]]:
         """The summary request; `language` is the conversation's language code, if known;
         `facts`, the kept facts, which the summary must agree with."""
-        transcript = "\n".join(_line(m) for m in block)
+        transcript = "\n".join(_line(m) for m in block if not m.forgotten)
         parts = [
             f"Previous summary:\n{previous.strip()}"
             if previous.strip()

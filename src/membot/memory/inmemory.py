@@ -173,6 +173,31 @@ class MemoryRepository:
         conv = self._get(cid)
         return conv.files.get(key) if conv else None
 
+    async def forget(
+        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+    ) -> int:
+        conv = self._get(cid)
+        wanted = set(seqs)
+        if conv is None:
+            return 0
+        found = 0
+        for i, message in enumerate(conv.messages):
+            if message.seq in wanted:
+                for attachment in message.attachments:
+                    conv.files.pop(attachment.file or "", None)
+                conv.messages[i] = message.tombstone()
+                found += 1
+        conv.facts = [f for f in conv.facts if f not in facts]
+        if wanted:
+            conv.summaries = [s for s in conv.summaries if s.covers_to < min(wanted)]
+            last = conv.summaries[-1] if conv.summaries else None
+            conv.summary = last.text.strip() if last else ""
+            conv.meta.summarized_upto = last.covers_to if last else 0
+            conv.meta.summaries_made = len(conv.summaries)
+            conv.meta.last_summary_at = last.ts if last else None
+            conv.meta.generation = new_generation()
+        return found
+
     async def reset(self, cid: ConversationId) -> None:
         self._data.pop(cid, None)
 

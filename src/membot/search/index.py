@@ -127,6 +127,14 @@ class HistorySearch:
         async with self._lock(cid):
             await asyncio.to_thread(delete_index, path)
 
+    async def rebuild(self, cid: ConversationId) -> None:
+        """Build the chat's index anew from the archive (after /forget). The old file is
+        deleted with its -wal and -shm, not emptied: no page of it keeps what was forgotten."""
+        path = self.index_path(cid)
+        async with self._lock(cid):
+            await asyncio.to_thread(delete_index, path)
+            await self._refreshed(cid, path)
+
     async def _search_locked(
         self,
         cid: ConversationId,

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from membot.ids import ConversationId
 from membot.memory.contract.models import Message, iso
 from membot.private import private_dir
-from membot.search.db import use_wal
+from membot.search.db import delete_index, use_wal
 from membot.search.db import write as _write
 from membot.search.entries import add_facts, add_summary
 from membot.search.hits import SearchHit
@@ -47,9 +47,16 @@ class IndexState(NamedTuple):
 def prepare(path: Path, cid: ConversationId, generation: str, messages_total: int) -> IndexState:
     """Make the index usable for this generation of the chat; say how far it got."""
     private_dir(path.parent)
-    with _write(path) as conn:
-        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        state = _prepared(conn, cid, generation, messages_total)
+    state: IndexState | None = None
+    while state is None:
+        with _write(path) as conn:
+            wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            state = _prepared(conn, cid, generation, messages_total)
+        if state is None:
+            # Another life of the chat (a reset), or messages forgotten (/forget): the file
+            # goes whole, -wal too; tables dropped in it would leave their pages, words and all.
+            log.info("%s: the archive changed under the search index; rebuilding", cid)
+            delete_index(path)
     if not wal:
         # Outside the transaction (journal_mode cannot change inside one); once is enough.
         use_wal(path)
@@ -58,18 +65,16 @@ def prepare(path: Path, cid: ConversationId, generation: str, messages_total: in
 
 def _prepared(
     conn: sqlite3.Connection, cid: ConversationId, generation: str, messages_total: int
-) -> IndexState:
+) -> IndexState | None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     row = None
     if version == SCHEMA_VERSION:
         row = conn.execute("SELECT generation, last_seq, summary_upto FROM state").fetchone()
     if row is not None and row[0] == generation and row[1] <= messages_total:
         return IndexState(int(row[1]), int(row[2]))
-    if row is None:
-        log.info("%s: building the search index", cid)
-    else:
-        # Another chat lives under this id now (reset), or the archive got shorter.
-        log.info("%s: the archive changed under the search index; rebuilding", cid)
+    if row is not None:
+        return None  # stale: the caller deletes the file
+    log.info("%s: building the search index", cid)
     conn.execute("DROP TABLE IF EXISTS terms")
     conn.execute("DROP TABLE IF EXISTS messages")
     conn.execute("DROP TABLE IF EXISTS state")

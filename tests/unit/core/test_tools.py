@@ -48,6 +48,7 @@ def test_subset_keeps_order_and_rejects_unknown_names() -> None:
         "search_history",
         "remember",
         "forget",
+        "forget_messages",
         "current_datetime",
         "calculate",
         "start_consultation",

@@ -30,6 +30,7 @@ EN = Texts(
         "/tools - what I can use here: built-in tools and tools from connected servers\n"
         "/import - bring in your ChatGPT or Claude conversations (send the export with "
         "this caption)\n"
+        "/forget <words> - erase for good every message holding the words (I show them first)\n"
         "/reset - forget everything in this chat\n"
         "/help - this message\n\n"
         "Voice messages, photos and documents (PDF, text, code) work too.\n"
@@ -271,6 +272,7 @@ EN = Texts(
         ("timezone", "This chat's time zone"),
         ("tools", "What I can use in this chat"),
         ("import", "Bring in ChatGPT or Claude conversations"),
+        ("forget", "Erase messages holding some words, for good"),
         ("reset", "Forget this chat"),
     ),
 )

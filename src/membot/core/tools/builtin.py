@@ -116,6 +116,31 @@ async def forget(
 
 
 @builtin.tool
+async def forget_messages(
+    ctx: TurnContext, words: Annotated[str, Field(min_length=1, max_length=200)]
+) -> str:
+    """Erase messages from this chat's memory for good, when the user asks for it (a
+    password, a card number, something they regret saying): every message holding the
+    words, yours included, and the facts and summaries made from them. The user is shown
+    what was found with a button to confirm; nothing is erased until they press it. Do not
+    repeat the words in your answer.
+
+    Args:
+        words: The words the messages to forget hold, as the user gave them.
+    """
+    if ctx.forgetting is None:
+        raise ToolError("messages can be forgotten only in a Telegram chat (/forget there)")
+    found = await ctx.forgetting.request(words)
+    if found.empty:
+        return "No message or fact of this chat holds those words: nothing to forget."
+    return (
+        f"Found {len(found.seqs)} message(s) and {len(found.facts)} fact(s). The user has "
+        "been asked to confirm with a button under the list; nothing is forgotten until "
+        "they press it. Tell them so briefly, without repeating the words."
+    )
+
+
+@builtin.tool
 async def current_datetime(
     timezone: Annotated[str, Field(min_length=1, max_length=64)] = "UTC",
 ) -> str:

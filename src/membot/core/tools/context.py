@@ -12,6 +12,7 @@ from membot.search.excerpts import DEFAULT_BUDGET_TOKENS
 
 if TYPE_CHECKING:
     from membot.core.facts import FactsDraft
+    from membot.core.forget import ForgetDesk
     from membot.core.tools.book import TaskBook
     from membot.ids import ConversationId
     from membot.memory.contract.repository import ChatRepository
@@ -44,6 +45,8 @@ class TurnContext(ToolContext):
     tasks: TaskBook | None = None
     # What the turn's searches showed: the messages its answer may cite (core/citing.py).
     recalled: Recalled = field(default_factory=Recalled)
+    # forget_messages' way to ask the user (core/forget.py); None outside a Telegram chat.
+    forgetting: ForgetDesk | None = None
 
     @property
     def label(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -83,6 +83,22 @@ class Message:
     origin: str | None = None
     # The archive's messages an answer cites (memory/contract/citation.py), in order, each once.
     citations: tuple[Citation, ...] = ()
+    # Forgotten (/forget): a tombstone keeping the seq's slot; its words and files are gone.
+    forgotten: bool = False
+
+    def tombstone(self) -> Message:
+        """This message forgotten: who, when and where kept, nothing of what it said."""
+        return replace(
+            self,
+            content="",
+            tool_calls=(),
+            attachments=(),
+            stopped=False,
+            delivery=None,
+            sources=(),
+            citations=(),
+            forgotten=True,
+        )
 
     def with_sources(self) -> str:
         """The content followed by its sources as text (sources_text), or the content."""
@@ -112,6 +128,8 @@ class Message:
             data["sources"] = [source.to_dict() for source in self.sources]
         if self.citations:
             data["citations"] = [citation.to_dict() for citation in self.citations]
+        if self.forgotten:
+            data["forgotten"] = True
         return json_line(data)
 
     @classmethod
@@ -140,6 +158,7 @@ class Message:
                 sources=tuple(Source.from_dict(s) for s in data.get("sources") or ()),
                 origin=opt_str(data.get("origin")),
                 citations=tuple(Citation.from_dict(c) for c in data.get("citations") or ()),
+                forgotten=data.get("forgotten") is True,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecord(str(exc)) from None

@@ -130,6 +130,21 @@ class ChatRepository(Protocol):
         expired). InvalidFileKey for a key that is not one."""
         ...
 
+    async def forget(
+        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+    ) -> int:
+        """Forget these messages for good (/forget); how many of them were there to forget.
+
+        Each keeps its slot as a tombstone (`Message.tombstone`: seq, role, time, sender kept;
+        its words, tool calls, sources and attachments gone), so seqs and `iter_messages`
+        stay as they were; the files its attachments named are deleted; `facts` (exact texts)
+        are dropped. Every summary made since the first of them is dropped (the log cut
+        there, the summary before it current again, `summarized_upto` set back to what that
+        one covered), so the summarizer makes them again from what remains; and the
+        conversation gets a new generation, so a summary being made meanwhile is dropped and
+        the search index is rebuilt. Nothing of the forgotten text is left in the storage."""
+        ...
+
     async def reset(self, cid: ConversationId) -> None:
         """Forget everything about the conversation: messages, summary, meta, state, facts,
         files, its delivery mark."""

@@ -2,7 +2,8 @@
 
 DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the others
 (`ConversationId.relative_path()`):
-    messages.txt    JSON Lines, append-only; the source of truth for the archive
+    messages.txt    JSON Lines, append-only (rewritten whole only to forget: forget.py); the
+                    source of truth for the archive
     summary.txt     the current rolling summary (replaced atomically)
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, generation, state (replaced atomically)
@@ -50,6 +51,7 @@ from membot.memory.files.archive import (
     tail_of,
 )
 from membot.memory.files.delivery import FileDeliveries, mark_pending
+from membot.memory.files.forget import FileForget
 from membot.memory.files.hot import HotContexts, read_context
 from membot.memory.files.layout import (
     FILES,
@@ -78,7 +80,7 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-class FileRepository(FileDeliveries):
+class FileRepository(FileDeliveries, FileForget):
     """ChatRepository over plain files. Single-process: locks are per conversation."""
 
     def __init__(self, data_dir: Path | str) -> None:

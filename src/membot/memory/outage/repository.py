@@ -14,22 +14,21 @@ answered without Redis:
   conversation: its whole point is its memory, so it is refused (503) rather than answered
   without it;
 - files (`put_file`, `get_file`: images, documents' text) are not spooled: both raise
-  StorageUnavailable while Redis is down. Their bytes would swell the spool, and a file
-  must be reachable by every process that may answer the conversation, which a local spool
-  is not. So a turn that brings a file fails whole (nothing stored; the API answers 503,
-  Telegram says the file cannot be kept now) while text turns go on being answered; an
-  image of the window that cannot be read is shown to the model as its text marker;
-- writes (a turn with its state, a state, facts, a reset) go to the spool under DATA_DIR
-  (memory/outage/spool.py), fdatasync'd, and are reported done; `save_summary` returns False (the
-  summary is made again at a later turn).
+  StorageUnavailable while Redis is down: their bytes would swell the spool, and a file must
+  be reachable by every process that may answer the conversation. So a turn that brings a
+  file fails whole (nothing stored; the API answers 503, Telegram says the file cannot be
+  kept now) while text turns go on; an unreadable image of the window is its text marker;
+- writes (a turn with its state, a state, facts, a reset; not `forget`, which raises
+  StorageUnavailable: words kept for Redis would wait in a file) go to the spool under
+  DATA_DIR (outage/spool.py), fdatasync'd, reported done; `save_summary` returns False.
 
 Writing the spool back is one of the health object's recovery steps: once Redis answers,
 the spool is written in the order the changes were made (a change the server refuses for
 good is set aside in the dead-letter file with an ERROR), and only then is Redis used again.
 While Redis is up with changes still pending (a spool left by a previous run, a change
 spooled the instant recovery ended), a conversation's calls first wait for them to be
-written, so its spooled turns always land before its newer ones; other conversations' calls
-go ahead while they are written in the background.
+written, so its spooled turns land before its newer ones; other conversations' calls go
+ahead while they are written in the background.
 """
 
 from __future__ import annotations
@@ -260,6 +259,12 @@ class ResilientRepository(ResilientDeliveries):
 
     async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
         return await self._call(lambda: self.inner.get_file(cid, key), cid)
+
+    async def forget(
+        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+    ) -> int:
+        await self._ready(None)  # every spooled change written: the spool file is emptied
+        return await self._call(lambda: self.inner.forget(cid, seqs, facts), cid)
 
     async def reset(self, cid: ConversationId) -> None:
         try:

@@ -1,21 +1,21 @@
 """The Redis backend (`STORAGE=redis`): one conversation, a few keys, every write one Lua script.
 
-Keys, all under REDIS_PREFIX (default `membot:`) and named from `str(cid)` alone:
+Keys, all under REDIS_PREFIX (default `membot:`), named from `str(cid)` alone:
     {prefix}conv:{ns}:{key}:messages   ZSET  score = seq, member = the message's JSON line
     {prefix}conv:{ns}:{key}:seq        STRING  the last seq given out (= messages_total)
     {prefix}conv:{ns}:{key}:meta       HASH  generation, created_at, updated_at, last_summary_at,
                                        summarized_upto, summaries_made, state (JSON),
                                        state_seq, turn / turn_seq (the last append's token)
     {prefix}conv:{ns}:{key}:summary    STRING  the current rolling summary, plain text
-    {prefix}conv:{ns}:{key}:summaries  LIST  every summary made, as JSON (as summaries.log)
+    {prefix}conv:{ns}:{key}:summaries  LIST  every summary kept, as JSON (as summaries.log)
     {prefix}conv:{ns}:{key}:facts      LIST  {"text", "added_at", "fold"} JSON, oldest first
     {prefix}conv:{ns}:{key}:files      HASH  file key -> the file's bytes as base64 (images,
                                        documents' text; the client decodes replies as text)
     {prefix}conversations:{ns}         SET   the keys of the namespace's conversations
     {prefix}undelivered:{ns}           HASH  key -> delivery mark JSON (memory/contract/delivery.py)
 
-Every write is one Lua script (memory/redis/layout.py), atomic for all the server's clients:
-seqs come from Redis (INCRBY), never a process; no WATCH or retry loop; multi-key reads: MULTI.
+Every write is one Lua script (memory/redis/layout.py, forget.py), atomic for all the server's
+clients: seqs come from Redis (INCRBY); no WATCH or retry loop; multi-key reads: MULTI.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from membot.memory.contract.models import (
 )
 from membot.memory.contract.state import ConversationState
 from membot.memory.redis.delivery import RedisDeliveries
+from membot.memory.redis.forget import RedisForget
 from membot.memory.redis.layout import (
     ADD_FACT,
     APPEND,
@@ -69,7 +70,7 @@ log = logging.getLogger(__name__)
 PAGE = 500  # messages per read of iter_messages, conversations per prune batch
 
 
-class RedisRepository(RedisDeliveries):
+class RedisRepository(RedisDeliveries, RedisForget):
     """ChatRepository in Redis. Safe for any number of processes sharing one server."""
 
     def __init__(
@@ -176,9 +177,7 @@ class RedisRepository(RedisDeliveries):
     async def conversations(self, namespace: str) -> list[ConversationId]:
         if namespace not in NAMESPACES:
             return []
-        index = self.index_key(namespace)
-        found: list[ConversationId] = []
-        cursor: int = 0
+        index, found, cursor = self.index_key(namespace), list[ConversationId](), 0
         while True:
             cursor, found_now = await call(self.client.sscan(index, cursor, count=PAGE))
             batch = cast(list[str], found_now)

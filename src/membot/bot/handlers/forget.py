@@ -1,0 +1,111 @@
+"""/forget <words>: find every message of the chat holding the words, show them, and erase
+them for good once the one who asked presses the button (core/forget.py does the work).
+
+In a private chat the user forgets anything of the chat. In a group an administrator (the
+group's, or ADMIN_USER_IDS) forgets anyone's messages; another member only their own and the
+bot's turns answering them. The confirmation's buttons answer only the one who asked. The
+/memory screen's "Forget…" button (callback data `memory:forget`) says how."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from aiogram import Bot, F, Router
+from aiogram.exceptions import TelegramBadRequest
+from aiogram.filters import Command, CommandObject
+from aiogram.types import CallbackQuery, Message
+
+from membot.bot.filters import Inline
+from membot.bot.forgetting import ForgetConfirm, show
+from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.texts import forget as forget_texts
+from membot.config import TaskSettings
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
+from membot.memory.contract.repository import StorageUnavailable
+from membot.memory.contract.state import ConversationState
+from membot.schedule.show import chat_zone
+
+log = logging.getLogger(__name__)
+
+MEMORY_FORGET = "memory:forget"
+
+
+def build_router() -> Router:
+    router = Router(name="forget")
+    router.message.register(forget, Command("forget"))
+    router.callback_query.register(pressed, ForgetConfirm.filter(), Inline(F.message))
+    router.callback_query.register(how, F.data == MEMORY_FORGET)
+    return router
+
+
+async def forget(
+    message: Message,
+    command: CommandObject,
+    bot: Bot,
+    cid: ConversationId,
+    state: ConversationState,
+    service: ConversationService,
+    admins: ChatAdmins,
+    task_options: TaskSettings,
+) -> None:
+    words = forget_texts.get(state.language)
+    asked = (command.args or "").strip()
+    user = message.from_user
+    if not asked or user is None:
+        await message.answer(words.USAGE)
+        return
+    member = not await admins.may_change(bot, message.chat, user.id)
+    forgetting = service.agent.forgetting
+    try:
+        found = await forgetting.find(cid, asked, user.id if member else None)
+    except StorageUnavailable:
+        await message.answer(words.UNAVAILABLE)
+        return
+    if found.empty:
+        await message.answer(words.NONE)
+        return
+    request = forgetting.ask(cid, asked, found, user.id, member=member)
+    await show(message, words, request, chat_zone(state.timezone, task_options.timezone))
+
+
+async def pressed(
+    query: CallbackQuery,
+    callback_data: ForgetConfirm,
+    cid: ConversationId,
+    state: ConversationState,
+    service: ConversationService,
+) -> None:
+    words = forget_texts.get(state.language)
+    message = query.message
+    forgetting = service.agent.forgetting
+    request = forgetting.pending(callback_data.token)
+    if request is None or request.cid != cid or not isinstance(message, Message):
+        await query.answer(words.EXPIRED, show_alert=True)
+        return
+    if query.from_user.id != request.user_id:
+        await query.answer(words.NOT_YOURS, show_alert=True)
+        return
+    if not callback_data.yes:
+        forgetting.drop(request.token)
+        done = words.CANCELLED
+    else:
+        try:
+            count, facts = await forgetting.confirm(request)
+        except StorageUnavailable:
+            await query.answer(words.UNAVAILABLE, show_alert=True)
+            return
+        log.info("%s: user %s had %d message(s) forgotten", cid, request.user_id, count)
+        done = words.DONE.format(messages=count, facts=facts)
+    await query.answer()
+    # The list goes with the buttons: it quoted what was to be forgotten.
+    with contextlib.suppress(TelegramBadRequest):
+        await message.edit_text(done, reply_markup=None)
+
+
+async def how(query: CallbackQuery, state: ConversationState) -> None:
+    words = forget_texts.get(state.language)
+    await query.answer()
+    if isinstance(query.message, Message):
+        await query.message.answer(words.HOW)

@@ -1,0 +1,240 @@
+"""Forgetting messages for good (/forget, and the model's forget_messages on the user's
+request): find every message holding the words, let the one who asked confirm, then have the
+repository forget them (memory/contract/repository.py `forget`) and the search index built
+again from what remains.
+
+Finding is the chat's own search, without its limit: a message matches when it holds every
+word of the request (stems, as the search index compares them; stopwords dropped) or the
+request's words as written. What is looked at is everything the archive keeps of a message:
+its text, its sources, the arguments of its tool calls (a `remember` or a search that quoted
+the words), the names and text of the documents it brought. A tool call that matches takes
+its results with it. In a group a member finds only their own messages and the bot's turns
+answering them (`member`); an administrator finds everyone's.
+
+A request waits for its confirmation here, in this process's memory only (no file, no key:
+it holds the words), for `PENDING_TTL`; confirming looks again, so what was said about the
+words since (the request to the model itself, its answer) goes too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from membot.core.turn import Incoming
+from membot.ids import TELEGRAM, ConversationId
+from membot.memory.contract.models import Message, sources_text
+from membot.memory.contract.repository import ChatRepository
+from membot.search import HistorySearch
+from membot.search.text import normalize, query_terms, stems
+from membot.tasks import TaskSupervisor
+
+log = logging.getLogger(__name__)
+
+PENDING_TTL = 600.0  # seconds a request waits for its confirmation
+MAX_PENDING = 1000
+_BATCH = 1000  # messages matched per worker-thread hop
+
+
+class Words:
+    """What a request looks for, and whether a text holds it."""
+
+    def __init__(self, words: str) -> None:
+        self.phrase = normalize(" ".join(words.split()))
+        self.stems = frozenset(stems(" ".join(query_terms(words))))
+
+    def __bool__(self) -> bool:
+        return bool(self.stems)
+
+    def held_by(self, text: str) -> bool:
+        norm = normalize(text)
+        if self.phrase and self.phrase in norm:
+            return True
+        # Snowball changes only a word's ending: a stem's first letters are in the text.
+        if not all(stem[:3] in norm for stem in self.stems):
+            return False
+        return self.stems <= set(stems(text))
+
+
+def said(message: Message, documents: Sequence[str] = ()) -> str:
+    """Everything the archive keeps of what a message said, as one text."""
+    parts = [message.content, sources_text(message.sources), *documents]
+    parts += [a.name or "" for a in message.attachments]
+    for call in message.tool_calls:
+        arguments = str((call.get("function") or {}).get("arguments", ""))
+        parts.append(arguments)
+        with contextlib.suppress(ValueError):  # "\u0445" in the JSON is "х" in the text
+            parts.append(json.dumps(json.loads(arguments), ensure_ascii=False))
+    return "\n".join(part for part in parts if part)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a request would forget: every message's seq, the ones to show (the user's and
+    the bot's words; tool plumbing is only counted), and the facts holding the words."""
+
+    seqs: tuple[int, ...] = ()
+    shown: tuple[Message, ...] = ()
+    facts: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.seqs and not self.facts
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A request waiting for its confirmation: only `user_id` may confirm it."""
+
+    token: str
+    cid: ConversationId
+    words: str
+    user_id: int | None
+    member: bool  # limited to the asker's own messages
+    found: Found
+    at: float
+    by_model: bool = False  # asked through the model's tool: the door still has to show it
+
+
+@dataclass
+class Forgetting:
+    """Finds, holds and carries out requests to forget (one per agent)."""
+
+    repository: ChatRepository
+    search: HistorySearch | None
+    tasks: TaskSupervisor
+    clock: Callable[[], float] = time.monotonic
+    _pending: OrderedDict[str, Request] = field(default_factory=OrderedDict)
+
+    async def find(self, cid: ConversationId, words: str, member: int | None = None) -> Found:
+        """Every message (of `member` and the bot's turns answering them, when given) and
+        fact holding `words`."""
+        wanted = Words(words)
+        if not wanted:
+            return Found()
+        seqs: list[int] = []
+        shown: list[Message] = []
+        batch: list[tuple[Message, str]] = []
+        owner: int | None = None
+        calls: set[str] = set()  # the ids of matched tool calls: their results go too
+
+        async def match() -> None:
+            hits = await asyncio.to_thread(lambda: [wanted.held_by(t) for _, t in batch])
+            for (message, _), hit in zip(batch, hits, strict=True):
+                if hit or (message.role == "tool" and message.tool_call_id in calls):
+                    seqs.append(message.seq)
+                    calls.update(str(c.get("id", "")) for c in message.tool_calls)
+                    if message.role != "tool" and (message.content or message.attachments):
+                        shown.append(message)
+            batch.clear()
+
+        async for message in self.repository.iter_messages(cid):
+            if message.role == "user":
+                owner = message.user_id
+            if message.forgotten or (member is not None and owner != member):
+                continue
+            batch.append((message, said(message, await self._documents(cid, message))))
+            if len(batch) >= _BATCH and message.role != "tool":
+                await match()
+        await match()
+        facts = [f for f in await self.repository.get_facts(cid) if wanted.held_by(f)]
+        return Found(tuple(seqs), tuple(shown), tuple(facts))
+
+    async def _documents(self, cid: ConversationId, message: Message) -> list[str]:
+        found = []
+        for attachment in message.attachments:
+            if attachment.kind == "document" and attachment.file:
+                data = await self.repository.get_file(cid, attachment.file)
+                if data is not None:
+                    found.append(data.decode("utf-8", errors="replace"))
+        return found
+
+    def ask(
+        self,
+        cid: ConversationId,
+        words: str,
+        found: Found,
+        user_id: int | None,
+        *,
+        member: bool = False,
+        by_model: bool = False,
+    ) -> Request:
+        """Keep a request until it is confirmed, dropped or too old."""
+        self._expire()
+        request = Request(
+            uuid.uuid4().hex[:16], cid, words, user_id, member, found, self.clock(), by_model
+        )
+        self._pending[request.token] = request
+        while len(self._pending) > MAX_PENDING:
+            self._pending.popitem(last=False)
+        return request
+
+    def pending(self, token: str) -> Request | None:
+        self._expire()
+        return self._pending.get(token)
+
+    def drop(self, token: str) -> None:
+        self._pending.pop(token, None)
+
+    def asked_by_model(self, cid: ConversationId) -> Request | None:
+        """The request the model's tool made in this chat's turn, for the door to show
+        (once: it is marked shown)."""
+        for token, request in reversed(self._pending.items()):
+            if request.cid == cid and request.by_model:
+                self._pending[token] = replace(request, by_model=False)
+                return request
+        return None
+
+    def _expire(self) -> None:
+        old = self.clock() - PENDING_TTL
+        for token in [t for t, r in self._pending.items() if r.at < old]:
+            del self._pending[token]
+
+    async def confirm(self, request: Request) -> tuple[int, int]:
+        """Forget what the request holds now (looked for again); the caller holds the
+        conversation's turn. How many messages and facts were forgotten."""
+        self.drop(request.token)
+        cid = request.cid
+        found = await self.find(cid, request.words, request.user_id if request.member else None)
+        # A summary being made now read what goes: stopped (the new generation drops it too).
+        await self.tasks.cancel(("summary", cid))
+        count = await self.repository.forget(cid, found.seqs, found.facts)
+        if self.search is not None:
+            await self.search.rebuild(cid)
+        log.info("%s: forgot %d message(s) and %d fact(s)", cid, count, len(found.facts))
+        return count, len(found.facts)
+
+    def desk(self, incoming: Incoming) -> ForgetDesk | None:
+        """The model's way to ask for a turn: only in a Telegram chat (it has a button to
+        confirm with), and in a group only for the asker's own messages (administrators
+        use /forget for everyone's)."""
+        cid = incoming.conversation
+        if cid.namespace != TELEGRAM or incoming.user_id is None:
+            return None
+        return ForgetDesk(self, cid, incoming.user_id, member=incoming.group)
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetDesk:
+    """forget_messages' side of one turn: the chat, who asks, and whether only their own."""
+
+    forgetting: Forgetting
+    cid: ConversationId
+    user_id: int
+    member: bool
+
+    async def request(self, words: str) -> Found:
+        """What `words` would forget; when anything, a request the door shows to confirm."""
+        found = await self.forgetting.find(self.cid, words, self.user_id if self.member else None)
+        if not found.empty:
+            self.forgetting.ask(
+                self.cid, words, found, self.user_id, member=self.member, by_model=True
+            )
+        return found
