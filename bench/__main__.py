@@ -40,6 +40,7 @@ SECTIONS = (
     "cache",
     "tasks",
     "mcp",
+    "forget",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

@@ -65,7 +65,8 @@ class Words:
 
 def said(message: Message, documents: Sequence[str] = ()) -> str:
     """Everything the archive keeps of what a message said, as one text."""
-    parts = [message.content, sources_text(message.sources), *documents]
+    quote = message.delivery.quote if message.delivery else ""  # a group's answer quotes
+    parts = [message.content, sources_text(message.sources), quote, *documents]
     parts += [a.name or "" for a in message.attachments]
     for call in message.tool_calls:
         arguments = str((call.get("function") or {}).get("arguments", ""))

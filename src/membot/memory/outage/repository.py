@@ -19,8 +19,8 @@ answered without Redis:
   file fails whole (nothing stored; the API answers 503, Telegram says the file cannot be
   kept now) while text turns go on; an unreadable image of the window is its text marker;
 - writes (a turn with its state, a state, facts, a reset; not `forget`, which raises
-  StorageUnavailable: words kept for Redis would wait in a file) go to the spool under
-  DATA_DIR (outage/spool.py), fdatasync'd, reported done; `save_summary` returns False.
+  StorageUnavailable: words kept for Redis would wait in a file) go to the spool
+  (memory/outage/spool.py), fdatasync'd, reported done; `save_summary` returns False.
 
 Writing the spool back is one of the health object's recovery steps: once Redis answers,
 the spool is written in the order the changes were made (a change the server refuses for

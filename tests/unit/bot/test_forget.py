@@ -1,0 +1,58 @@
+"""/forget and its buttons (bot/handlers/forget.py, bot/forgetting.py), fed to the dispatcher
+over the in-memory backend: the listing with dates, Keep, an old or foreign button, the
+usage line, the memory screen's button, and the words in Russian."""
+
+from __future__ import annotations
+
+from membot.bot.texts import forget as forget_texts
+from membot.ids import ConversationId
+from tests.fakes import SentMessage
+from tests.unit.bot.conftest import Door
+
+CHAT = 7701
+EN, RU = forget_texts.EN, forget_texts.RU
+CID = ConversationId.telegram(CHAT)
+
+
+def dates(message: SentMessage) -> int:
+    return sum(e["type"] == "date_time" for e in message.entities)
+
+
+async def test_the_listing_shows_each_match_with_its_date_and_keep_keeps_it(door: Door) -> None:
+    door.model.script("Noted.", "Fine.")
+    await door.say(CHAT, "my pin is 0451")
+    await door.say(CHAT, "the weather is nice")
+    [listing] = await door.sent(CHAT, door.tg.push_text(CHAT, "/forget 0451"))
+    assert listing.text.startswith(EN.FOUND.format(messages=1, facts=0))
+    assert "my pin is 0451" in listing.text and "weather" not in listing.text
+    assert dates(listing) == 1
+    markup = listing.params["reply_markup"]["inline_keyboard"]
+    [(yes, yes_data), (no, no_data)] = [(b["text"], b["callback_data"]) for b in markup[0]]
+    assert (yes, no) == (EN.BUTTON_YES, EN.BUTTON_NO)
+    await door.press(CHAT, listing.message_id, no_data)
+    assert door.tg.edits[-1]["text"] == EN.CANCELLED
+    assert "0451" in (await door.core.repository.tail(CID, 4))[0].content
+    # The request is gone with Keep: its other button is expired now.
+    answer = await door.press(CHAT, listing.message_id, yes_data)
+    assert answer["text"] == EN.EXPIRED
+
+
+async def test_no_words_no_match_and_a_made_up_button(door: Door) -> None:
+    assert await door.say(CHAT, "/forget") == [EN.USAGE]
+    assert await door.say(CHAT, "/forget nothing-here") == [EN.NONE]
+    door.model.script("Hi.")
+    [answer] = await door.say(CHAT, "hello")
+    message_id = door.tg.messages_to(CHAT)[-1].message_id
+    pressed = await door.press(CHAT, message_id, "forget:0123456789abcdef:1")
+    assert pressed["text"] == EN.EXPIRED
+    assert answer == "Hi."
+
+
+async def test_the_memory_screens_button_and_russian_words(door: Door) -> None:
+    door.model.script("Привет.")
+    await door.say(CHAT, "Привет, меня зовут Анна и я живу в Порту")
+    message_id = door.tg.messages_to(CHAT)[-1].message_id
+    await door.press(CHAT, message_id, "memory:forget")
+    assert door.tg.messages_to(CHAT)[-1].text == RU.HOW
+    [listing] = await door.sent(CHAT, door.tg.push_text(CHAT, "/forget Порту"))
+    assert listing.text.startswith(RU.FOUND.format(messages=1, facts=0))
