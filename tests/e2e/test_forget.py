@@ -2,10 +2,12 @@
 erased once the one who asked confirms, and then looked for everywhere (the archive, the
 search, the summary, the facts, the next prompt, every file under DATA_DIR, every Redis key
 of the test); the next turn goes on. In a group a member cannot forget another's messages,
-nor confirm another's request. The model's forget_messages asks the same way."""
+nor see another's request (an ephemeral message, else a private one). The model's
+forget_messages asks the same way."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -20,12 +22,14 @@ from membot.search import HistorySearch
 from tests.conftest import StartBot
 from tests.e2e.test_redis_e2e import on_redis
 from tests.e2e.test_tools import native_call
-from tests.fakes import FakeLLM, FakeTelegram, Reply
+from tests.fakes import FakeLLM, FakeTelegram, Reply, SentMessage
 
 CHAT = 7007
 GROUP = -7100
 SECRET = "hunter2swordfish"
 EN = forget_texts.EN
+ANN = {"user_id": 555, "first_name": "Ann"}
+BOB = {"user_id": 556, "first_name": "Bob"}
 # Summaries early: the second covers the secret's turn, the first does not.
 SMALL = {"window_size": 4, "summary_every": 2}
 
@@ -64,8 +68,10 @@ def summaries_quote_everything(llm: FakeLLM) -> None:
 
 
 async def everything_stored(data_dir: Path, redis: RedisRepository | None) -> str:
-    files = [p for p in data_dir.rglob("*") if p.is_file()]
-    found = [p.read_bytes().decode("utf-8", "replace") for p in files]
+    found = []
+    for path in data_dir.rglob("*"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # the bot's own moves
+            found.append(path.read_bytes().decode("utf-8", "replace"))
     if redis is not None:
         client = redis.client
         async for key in client.scan_iter(match=f"{redis.prefix}*"):
@@ -140,31 +146,64 @@ async def test_forget_shows_confirms_and_leaves_nothing_anywhere(
     assert SECRET not in await everything_stored(data_dir, redis_repo)
 
 
-async def test_a_member_forgets_only_their_own_and_only_they_confirm(
+async def personal(tg: FakeTelegram, text: str, user: dict[str, Any]) -> SentMessage:
+    """A member's command in the group; the one message the bot then sends, anywhere."""
+    before = len(tg.sent)
+    tg.push_text(GROUP, text, **user)
+    [sent] = (await tg.wait_for_total(before + 1, timeout=20))[before:]
+    return sent
+
+
+def buttons_of(message: SentMessage) -> list[str]:
+    markup = message.params["reply_markup"]["inline_keyboard"]
+    return [b["callback_data"] for row in markup for b in row]
+
+
+async def test_a_member_forgets_only_their_own_and_sees_it_alone(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
 ) -> None:
     await start_bot()
     tg.set_admins(GROUP, [700])
-    ann, bob = {"user_id": 555, "first_name": "Ann"}, {"user_id": 556, "first_name": "Bob"}
-    await say(tg, GROUP, "my code is zebra42", **ann)
-    await say(tg, GROUP, "hello all", **bob)
+    await say(tg, GROUP, "my code is zebra42", **ANN)
+    await say(tg, GROUP, "hello all", **BOB)
     # Bob's /forget finds nothing of his: Ann's message and the bot's answer to her are hers.
-    assert await say(tg, GROUP, "/forget zebra42", **bob) == EN.NONE
-    listing = await say(tg, GROUP, "/forget zebra42", **ann)
-    assert listing.startswith(EN.FOUND.format(messages=2, facts=0))
-    yes_data = buttons(tg, GROUP)[0][1]
-    refused = await press(tg, GROUP, yes_data, **bob)
-    assert (refused["text"], str(refused.get("show_alert"))) == (EN.NOT_YOURS, "true")
-    await press(tg, GROUP, yes_data, **ann)
-    await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
-    assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)
+    nothing = await personal(tg, "/forget zebra42", BOB)
+    assert (nothing.text, nothing.receiver_user_id) == (EN.NONE, BOB["user_id"])
+    listing = await personal(tg, "/forget zebra42", ANN)
+    assert listing.receiver_user_id == ANN["user_id"]  # an ephemeral message: Ann's alone
+    assert listing.text.startswith(EN.FOUND.format(messages=2, facts=0))
+    assert all(not m.text.startswith("Found") for m in tg.seen_by(GROUP, BOB["user_id"]))
+    assert listing.ephemeral_message_id is not None
+    tg.press_ephemeral(GROUP, listing.ephemeral_message_id, buttons_of(listing)[0], ANN["user_id"])
+    done = EN.DONE.format(messages=2, facts=0)
+    await tg.wait_until(
+        lambda: tg.ephemeral_message(GROUP, listing.ephemeral_message_id)["text"] == done,
+        what="the list replaced",
+    )
     stored = (data_dir / str(GROUP) / "messages.txt").read_text()
     assert "zebra42" not in stored and "hello all" in stored
     # An administrator forgets anyone's.
-    admin = {"user_id": 700, "first_name": "Ada"}
-    assert (await say(tg, GROUP, "/forget hello all", **admin)).startswith(
-        EN.FOUND.format(messages=2, facts=0)
-    )
+    found = await personal(tg, "/forget hello all", {"user_id": 700, "first_name": "Ada"})
+    assert found.text.startswith(EN.FOUND.format(messages=2, facts=0))
+
+
+async def test_where_the_group_takes_no_ephemeral_message_the_member_confirms_privately(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    await start_bot()
+    await say(tg, GROUP, "my code is zebra42", **ANN)
+    tg.refuse_ephemeral()
+    before = len(tg.sent)
+    tg.push_text(GROUP, "/forget zebra42", **ANN)
+    listing, ask = (await tg.wait_for_total(before + 2, timeout=20))[before:]
+    ann = ANN["user_id"]
+    assert (listing.chat_id, ask.chat_id) == (ann, ann)  # her private chat, not the group
+    assert EN.FOUND.format(messages=2, facts=0) in listing.text
+    assert ask.text == EN.CONFIRM_HERE
+    tg.push_callback(ann, ask.message_id, buttons_of(ask)[0], user_id=ann)
+    await tg.wait_until(lambda: bool(tg.edits), what="the question replaced")
+    assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)
+    assert "zebra42" not in (data_dir / str(GROUP) / "messages.txt").read_text()
 
 
 async def test_the_models_forget_messages_asks_the_user_to_confirm(

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo
 
+from aiogram import Bot
 from aiogram.filters.callback_data import CallbackData
 from aiogram.types import InlineKeyboardMarkup, Message
 from aiogram.utils.formatting import Text
 from aiogram.utils.keyboard import InlineKeyboardBuilder
 
+from membot.bot import texts
+from membot.bot.personal import Route, answer_personal
 from membot.bot.texts import forget as forget_texts
 from membot.bot.texts.forget import ForgetTexts
 from membot.bot.times import time_node
 from membot.core.forget import Request
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
+from membot.memory.contract.state import ConversationState
 from membot.schedule.show import chat_zone
 
 # One message holds the list: at most this many messages, each cut to this many characters.
@@ -59,19 +63,25 @@ def confirmation(
     return Text(*nodes), keyboard.as_markup()
 
 
-async def show(message: Message, words: ForgetTexts, request: Request, zone: ZoneInfo) -> None:
-    """Ask the one who asked to confirm, in the chat (and topic) of their message."""
-    content, keyboard = confirmation(words, request, zone)
-    await message.answer(**content.as_kwargs(), reply_markup=keyboard)
+async def show(
+    bot: Bot, message: Message, request: Request, state: ConversationState, zone: str = ""
+) -> None:
+    """Ask the one who asked to confirm: in a group, to them alone (bot/personal.py), in
+    the chat's words; dates on the chat's clock (its /timezone, else `zone`, else UTC)
+    where an app shows the text as it is."""
+    words = forget_texts.get(state.language)
+    content, keyboard = confirmation(words, request, chat_zone(state.timezone, zone))
+    route = await answer_personal(bot, message, texts.get(state.language), content, markup=keyboard)
+    if route is Route.PRIVATE and request.user_id is not None:
+        # The private copy has no buttons (they act where they are pressed): these do, for
+        # the group's request, pressed by the one who asked.
+        await bot.send_message(request.user_id, words.CONFIRM_HERE, reply_markup=keyboard)
 
 
 async def show_model_request(
-    message: Message, service: ConversationService, cid: ConversationId
+    bot: Bot, message: Message, service: ConversationService, cid: ConversationId
 ) -> None:
-    """After a turn: the request the model's forget_messages made in it, if any. Dates are
-    shown on the chat's clock (its /timezone, else UTC) where an app shows the text as is."""
+    """After a turn: the request the model's forget_messages made in it, if any."""
     request = service.agent.forgetting.asked_by_model(cid)
-    if request is None:
-        return
-    state = await service.state(cid)
-    await show(message, forget_texts.get(state.language), request, chat_zone(state.timezone, ""))
+    if request is not None:
+        await show(bot, message, request, await service.state(cid))

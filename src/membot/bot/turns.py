@@ -106,7 +106,7 @@ async def run_turn(
         )
         return None
     # The model asked to forget (forget_messages): the confirmation follows its answer.
-    await show_model_request(message, service, incoming.conversation)
+    await show_model_request(bot, message, service, incoming.conversation)
     return result
 
 

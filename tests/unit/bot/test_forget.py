@@ -12,6 +12,8 @@ from tests.unit.bot.conftest import Door
 CHAT = 7701
 EN, RU = forget_texts.EN, forget_texts.RU
 CID = ConversationId.telegram(CHAT)
+GROUP = -7700
+GROUP_CID = ConversationId.telegram(GROUP)
 
 
 def dates(message: SentMessage) -> int:
@@ -56,3 +58,17 @@ async def test_the_memory_screens_button_and_russian_words(door: Door) -> None:
     assert door.tg.messages_to(CHAT)[-1].text == RU.HOW
     [listing] = await door.sent(CHAT, door.tg.push_text(CHAT, "/forget Порту"))
     assert listing.text.startswith(RU.FOUND.format(messages=1, facts=0))
+
+
+async def test_in_a_group_only_the_one_who_asked_confirms(door: Door) -> None:
+    ann, bob = {"user_id": 601, "first_name": "Ann"}, {"user_id": 602, "first_name": "Bob"}
+    door.model.script("Noted.")
+    await door.mention(GROUP, "my pin is 0451", **ann)
+    [listing] = await door.sent(GROUP, door.tg.push_text(GROUP, "/forget 0451", **ann))
+    assert listing.receiver_user_id == 601  # Ann's alone
+    yes = listing.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+    # A press of Bob's with that button's data (he cannot see it): refused, nothing erased.
+    shown = next(m for m in reversed(door.tg.messages_to(GROUP)) if m.message_id)
+    answer = await door.press(GROUP, shown.message_id, yes, **bob)
+    assert (answer["text"], str(answer.get("show_alert")).lower()) == (EN.NOT_YOURS, "true")
+    assert "0451" in (await door.core.repository.tail(GROUP_CID, 2))[0].content

@@ -3,8 +3,9 @@ them for good once the one who asked presses the button (core/forget.py does the
 
 In a private chat the user forgets anything of the chat. In a group an administrator (the
 group's, or ADMIN_USER_IDS) forgets anyone's messages; another member only their own and the
-bot's turns answering them. The confirmation's buttons answer only the one who asked. The
-/memory screen's "Forget…" button (callback data `memory:forget`) says how."""
+bot's turns answering them. In a group what /forget answers is the member's alone
+(bot/personal.py: an ephemeral message, else a private one), and its buttons answer only the
+one who asked. The /memory screen's "Forget…" button (callback data `memory:forget`) says how."""
 
 from __future__ import annotations
 
@@ -12,20 +13,20 @@ import contextlib
 import logging
 
 from aiogram import Bot, F, Router
-from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
+from membot.bot import texts
 from membot.bot.filters import Inline
 from membot.bot.forgetting import ForgetConfirm, show
 from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.personal import answer_personal, edit_personal
 from membot.bot.texts import forget as forget_texts
 from membot.config import TaskSettings
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.contract.state import ConversationState
-from membot.schedule.show import chat_zone
 
 log = logging.getLogger(__name__)
 
@@ -53,26 +54,31 @@ async def forget(
     words = forget_texts.get(state.language)
     asked = (command.args or "").strip()
     user = message.from_user
+
+    async def tell(text: str) -> None:  # in a group, to the member alone
+        await answer_personal(bot, message, texts.get(state.language), text)
+
     if not asked or user is None:
-        await message.answer(words.USAGE)
+        await tell(words.USAGE)
         return
     member = not await admins.may_change(bot, message.chat, user.id)
     forgetting = service.agent.forgetting
     try:
         found = await forgetting.find(cid, asked, user.id if member else None)
     except StorageUnavailable:
-        await message.answer(words.UNAVAILABLE)
+        await tell(words.UNAVAILABLE)
         return
     if found.empty:
-        await message.answer(words.NONE)
+        await tell(words.NONE)
         return
     request = forgetting.ask(cid, asked, found, user.id, member=member)
-    await show(message, words, request, chat_zone(state.timezone, task_options.timezone))
+    await show(bot, message, request, state, task_options.timezone)
 
 
 async def pressed(
     query: CallbackQuery,
     callback_data: ForgetConfirm,
+    bot: Bot,
     cid: ConversationId,
     state: ConversationState,
     service: ConversationService,
@@ -81,7 +87,7 @@ async def pressed(
     message = query.message
     forgetting = service.agent.forgetting
     request = forgetting.pending(callback_data.token)
-    if request is None or request.cid != cid or not isinstance(message, Message):
+    if request is None or not isinstance(message, Message):
         await query.answer(words.EXPIRED, show_alert=True)
         return
     if query.from_user.id != request.user_id:
@@ -92,16 +98,20 @@ async def pressed(
         done = words.CANCELLED
     else:
         try:
-            count, facts = await forgetting.confirm(request)
+            # Pressed in the group's chat (its turn is held), or privately where the group
+            # took no ephemeral message: then the group's turn is taken here.
+            async with contextlib.AsyncExitStack() as stack:
+                if request.cid != cid:
+                    await stack.enter_async_context(service.ordered(request.cid))
+                count, facts = await forgetting.confirm(request)
         except StorageUnavailable:
             await query.answer(words.UNAVAILABLE, show_alert=True)
             return
-        log.info("%s: user %s had %d message(s) forgotten", cid, request.user_id, count)
+        log.info("%s: user %s had %d message(s) forgotten", request.cid, request.user_id, count)
         done = words.DONE.format(messages=count, facts=facts)
     await query.answer()
     # The list goes with the buttons: it quoted what was to be forgotten.
-    with contextlib.suppress(TelegramBadRequest):
-        await message.edit_text(done, reply_markup=None)
+    await edit_personal(bot, message, done)
 
 
 async def how(query: CallbackQuery, state: ConversationState) -> None:

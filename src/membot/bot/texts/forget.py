@@ -17,6 +17,7 @@ class ForgetTexts:
     BOT: str
     BUTTON_YES: str
     BUTTON_NO: str
+    CONFIRM_HERE: str  # under the buttons sent privately when the group took no ephemeral
     DONE: str  # {messages}, {facts}
     CANCELLED: str
     EXPIRED: str
@@ -43,6 +44,7 @@ EN = ForgetTexts(
     BOT="me",
     BUTTON_YES="Erase for good",
     BUTTON_NO="Keep",
+    CONFIRM_HERE="Erase them for good?",
     DONE=(
         "Erased: {messages} message(s) and {facts} fact(s), with their files, the search "
         "index entries and the summaries made from them. Telegram's own copies of the "
@@ -73,6 +75,7 @@ RU = ForgetTexts(
     BOT="я",
     BUTTON_YES="Стереть навсегда",
     BUTTON_NO="Оставить",
+    CONFIRM_HERE="Стереть их навсегда?",
     DONE=(
         "Стёрто: сообщений — {messages}, фактов — {facts}, вместе с их файлами, записями "
         "поискового индекса и сводками, сделанными из них. Копии сообщений в самом Telegram "
