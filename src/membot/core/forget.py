@@ -6,8 +6,9 @@ again from what remains.
 Finding is the chat's own search, without its limit: a message matches when it holds every
 word of the request (stems, as the search index compares them; stopwords dropped) or the
 request's words as written. What is looked at is everything the archive keeps of a message:
-its text, its sources, the arguments of its tool calls (a `remember` or a search that quoted
-the words), the names and text of the documents it brought. A tool call that matches takes
+its text, its sources and its citations' quotes, the arguments of its tool calls (a
+`remember` or a search that quoted the words), the names and text of the documents it
+brought. A tool call that matches takes
 its results with it. In a group a member finds only their own messages and the bot's turns
 answering them (`member`); an administrator finds everyone's.
 
@@ -66,7 +67,8 @@ class Words:
 def said(message: Message, documents: Sequence[str] = ()) -> str:
     """Everything the archive keeps of what a message said, as one text."""
     quote = message.delivery.quote if message.delivery else ""  # a group's answer quotes
-    parts = [message.content, sources_text(message.sources), quote, *documents]
+    cited = [c.quote for c in message.citations]  # an answer's quotes of the archive
+    parts = [message.content, sources_text(message.sources), quote, *cited, *documents]
     parts += [a.name or "" for a in message.attachments]
     for call in message.tool_calls:
         arguments = str((call.get("function") or {}).get("arguments", ""))

@@ -1,0 +1,89 @@
+"""What a request to forget finds (core/forget.py): every message holding the words, in any
+form the search matches or as written, wherever the archive keeps them (tool calls, citations'
+quotes, a document's text); a matched call's results; in a group, a member's own turns only;
+and a confirmation that erases what holds them now, then finds nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from membot.core.forget import Forgetting
+from membot.ids import ConversationId
+from membot.memory import MemoryRepository, Message
+from membot.memory.contract.attachment import Attachment, new_file_key
+from membot.memory.contract.citation import Citation
+from membot.tasks import TaskSupervisor
+
+GROUP = ConversationId.telegram(-500)
+ANN, BOB = 51, 52
+
+
+def call(name: str, arguments: str, call_id: str) -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+async def a_group() -> tuple[MemoryRepository, Forgetting]:
+    repo = MemoryRepository()
+    doc = new_file_key("txt")
+    await repo.put_file(GROUP, doc, "the contract says Zanzibar".encode())
+    cited = Citation(id=1, ts=datetime(2026, 1, 1, tzinfo=UTC), author="Ann", quote="Zanzibar")
+    await repo.append(
+        GROUP,
+        [
+            Message("user", "We fly to Zanzibar", user_id=ANN, name="Ann"),  # 1
+            Message("assistant", "Have a good flight"),  # 2
+            Message("user", "what was the island?", user_id=BOB, name="Bob"),  # 3
+            Message(
+                "assistant", "", tool_calls=(call("search_history", '{"query": "island"}', "s1"),)
+            ),
+            Message("tool", "[#1] Ann: We fly to Zanzibar", tool_call_id="s1"),  # 5
+            Message("assistant", "The island Ann named.", citations=(cited,)),  # 6
+            Message("user", "note the \\u0445 flights", user_id=ANN, name="Ann"),  # 7
+            Message(
+                "assistant",
+                "",
+                tool_calls=(call("remember", '{"fact": "Flights \\u0445 zanzibar"}', "r1"),),
+            ),  # 8
+            Message("tool", "Remembered", tool_call_id="r1"),  # 9
+            Message("user", "", user_id=BOB, attachments=(Attachment("document", doc),)),  # 10
+            Message("assistant", "Read it."),  # 11
+        ],
+    )
+    await repo.add_fact(GROUP, "Ann flies to Zanzibar", 10)
+    return repo, Forgetting(repo, None, TaskSupervisor())
+
+
+async def test_everything_that_holds_the_words_is_found_wherever_it_is() -> None:
+    repo, forgetting = await a_group()
+    found = await forgetting.find(GROUP, "zanzibar")
+    # Ann's words, Bob's search's result quoting them, the answer citing them, the remember
+    # call and its result, Bob's document.
+    assert found.seqs == (1, 5, 6, 8, 9, 10)
+    assert [m.seq for m in found.shown] == [1, 6, 10]  # tool plumbing is counted, not shown
+    assert found.facts == ("Ann flies to Zanzibar",)
+    # A form of the word ("flights" for "flight"), and stopwords need not be there.
+    assert (await forgetting.find(GROUP, "my flights")).seqs == (2, 7, 8, 9)
+
+
+async def test_a_member_finds_only_their_own_turns() -> None:
+    repo, forgetting = await a_group()
+    assert (await forgetting.find(GROUP, "zanzibar", member=ANN)).seqs == (1, 8, 9)
+    # Bob's turns: his question's search result and the answer citing Ann, his document.
+    assert (await forgetting.find(GROUP, "zanzibar", member=BOB)).seqs == (5, 6, 10)
+
+
+async def test_confirming_erases_what_holds_the_words_then() -> None:
+    repo, forgetting = await a_group()
+    request = forgetting.ask(GROUP, "Zanzibar", await forgetting.find(GROUP, "nothing"), ANN)
+    # Found nothing when asked; said since: found when confirmed.
+    assert await forgetting.confirm(request) == (6, 1)
+    assert forgetting.pending(request.token) is None
+    assert (await forgetting.find(GROUP, "zanzibar")).empty
+    kept = [m.content for m in await repo.tail(GROUP, 20) if not m.forgotten]
+    assert kept == [
+        "Have a good flight",
+        "what was the island?",
+        "",
+        "note the \\u0445 flights",
+        "Read it.",
+    ]
