@@ -25,7 +25,7 @@ def call(name: str, arguments: str, call_id: str) -> dict[str, object]:
 async def a_group() -> tuple[MemoryRepository, Forgetting]:
     repo = MemoryRepository()
     doc = new_file_key("txt")
-    await repo.put_file(GROUP, doc, "the contract says Zanzibar".encode())
+    await repo.put_file(GROUP, doc, b"the contract says Zanzibar")
     cited = Citation(id=1, ts=datetime(2026, 1, 1, tzinfo=UTC), author="Ann", quote="Zanzibar")
     await repo.append(
         GROUP,
@@ -54,7 +54,7 @@ async def a_group() -> tuple[MemoryRepository, Forgetting]:
 
 
 async def test_everything_that_holds_the_words_is_found_wherever_it_is() -> None:
-    repo, forgetting = await a_group()
+    _, forgetting = await a_group()
     found = await forgetting.find(GROUP, "zanzibar")
     # Ann's words, Bob's search's result quoting them, the answer citing them, the remember
     # call and its result, Bob's document.
@@ -66,7 +66,7 @@ async def test_everything_that_holds_the_words_is_found_wherever_it_is() -> None
 
 
 async def test_a_member_finds_only_their_own_turns() -> None:
-    repo, forgetting = await a_group()
+    _, forgetting = await a_group()
     assert (await forgetting.find(GROUP, "zanzibar", member=ANN)).seqs == (1, 8, 9)
     # Bob's turns: his question's search result and the answer citing Ann, his document.
     assert (await forgetting.find(GROUP, "zanzibar", member=BOB)).seqs == (5, 6, 10)
