@@ -188,8 +188,9 @@ class MemoryRepository:
                 conv.messages[i] = message.tombstone()
                 found += 1
         conv.facts = [f for f in conv.facts if f not in facts]
-        if wanted:
-            conv.summaries = [s for s in conv.summaries if s.covers_to < min(wanted)]
+        if wanted or facts:
+            cut = 1 if facts else min(wanted)  # a summary is made agreeing with the facts
+            conv.summaries = [s for s in conv.summaries if s.covers_to < cut]
             last = conv.summaries[-1] if conv.summaries else None
             conv.summary = last.text.strip() if last else ""
             conv.meta.summarized_upto = last.covers_to if last else 0

@@ -80,7 +80,7 @@ async def test_forgotten_messages_keep_their_slots_and_lose_their_words(
     before = await repository.get_meta(ONE)
     assert SECRET in await stored_text(repository, tmp_path)
 
-    found = await repository.forget(ONE, [3, 5], [f"Password: {SECRET}"])
+    found = await repository.forget(ONE, [3, 5])
 
     assert found == 2
     messages = [m async for m in repository.iter_messages(ONE)]
@@ -97,7 +97,6 @@ async def test_forgotten_messages_keep_their_slots_and_lose_their_words(
     assert messages[3].sources  # a message not forgotten is as it was
     assert [m.seq for m in await repository.tail(ONE, 2)] == [5, 6]
     assert await repository.get_file(ONE, key) is None
-    assert await repository.get_facts(ONE) == ["Lives in Porto"]
     # The summary made before message 3 is the summary again; the one after it is gone.
     assert await repository.get_summary(ONE) == "They greeted each other."
     meta = await repository.get_meta(ONE)
@@ -105,11 +104,16 @@ async def test_forgotten_messages_keep_their_slots_and_lose_their_words(
     assert meta.generation != before.generation
     # A summary made meanwhile, from what was read before, is dropped.
     assert not await repository.save_summary(ONE, SECRET, 3, 4, before.generation)
+    # A fact: every summary goes (each is made agreeing with the facts).
+    assert await repository.forget(ONE, [], [f"Password: {SECRET}"]) == 0
+    assert await repository.get_facts(ONE) == ["Lives in Porto"]
+    assert await repository.get_summary(ONE) == ""
+    assert (await repository.get_meta(ONE)).summarized_upto == 0
     assert SECRET not in await stored_text(repository, tmp_path)
     # The conversation goes on where it was.
     stored = await repository.append(ONE, [Message("user", "next")])
     assert stored[0].seq == 7
-    assert await summarize(repository, ONE, "Greetings, then ok.", 3, 4)
+    assert await summarize(repository, ONE, "Greetings, then ok.", 1, 4)
     assert await repository.get_summary(ONE) == "Greetings, then ok."
 
 

@@ -20,6 +20,7 @@ from membot.bot import texts
 from membot.bot.filters import Inline
 from membot.bot.forgetting import ForgetConfirm, show
 from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.handlers.memory import MEMORY_FORGET
 from membot.bot.personal import answer_personal, edit_personal
 from membot.bot.texts import forget as forget_texts
 from membot.config import TaskSettings
@@ -29,8 +30,6 @@ from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.contract.state import ConversationState
 
 log = logging.getLogger(__name__)
-
-MEMORY_FORGET = "memory:forget"
 
 
 def build_router() -> Router:

@@ -138,7 +138,8 @@ class ChatRepository(Protocol):
         Each keeps its slot as a tombstone (`Message.tombstone`: seq, role, time, sender kept;
         its words, tool calls, sources and attachments gone), so seqs and `iter_messages`
         stay as they were; the files its attachments named are deleted; `facts` (exact texts)
-        are dropped. Every summary made since the first of them is dropped (the log cut
+        are dropped. Every summary made since the first of them (every one, when facts are dropped:
+        a summary is made agreeing with the facts) is dropped (the log cut
         there, the summary before it current again, `summarized_upto` set back to what that
         one covered), so the summarizer makes them again from what remains; and the
         conversation gets a new generation, so a summary being made meanwhile is dropped and

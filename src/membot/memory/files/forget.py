@@ -62,8 +62,9 @@ def forget_sync(
     if facts:
         remove_facts(directory, list(facts))
     meta = load_meta(directory, cid)
-    if wanted:
-        kept = _cut_summaries(directory, min(wanted))
+    if wanted or facts:
+        # A summary is made agreeing with the kept facts: one may hold a fact forgotten now.
+        kept = _cut_summaries(directory, 1 if facts else min(wanted))
         last = kept[-1] if kept else None
         meta.summarized_upto = int(last["covers_to"]) if last else 0
         meta.summaries_made = len(kept)

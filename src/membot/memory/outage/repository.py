@@ -18,8 +18,8 @@ answered without Redis:
   be reachable by every process that may answer the conversation. So a turn that brings a
   file fails whole (nothing stored; the API answers 503, Telegram says the file cannot be
   kept now) while text turns go on; an unreadable image of the window is its text marker;
-- writes (a turn with its state, a state, facts, a reset; not `forget`, which raises
-  StorageUnavailable: words kept for Redis would wait in a file) go to the spool
+- writes (a turn with its state, a state, facts, a reset; not `forget`: memory/outage/forget.py)
+  go to the spool
   (memory/outage/spool.py), fdatasync'd, reported done; `save_summary` returns False.
 
 Writing the spool back is one of the health object's recovery steps: once Redis answers,
@@ -48,6 +48,7 @@ from membot.memory.contract.repository import ChatRepository, CheckedAtStart, St
 from membot.memory.contract.state import ConversationState
 from membot.memory.outage.changes import Change, replay, write_turn
 from membot.memory.outage.delivery import ResilientDeliveries
+from membot.memory.outage.forget import ResilientForget
 from membot.memory.outage.spool import Spool
 from membot.memory.redis.layout import new_turn_token
 from membot.redis.errors import FAILURES, reason
@@ -59,7 +60,7 @@ _T = TypeVar("_T")
 SPOOL_NAME = "redis-spool.jsonl"
 
 
-class ResilientRepository(ResilientDeliveries):
+class ResilientRepository(ResilientDeliveries, ResilientForget):
     """A ChatRepository that answers while its server is down (see the module's docstring)."""
 
     def __init__(self, inner: ChatRepository, health: RedisHealth, spool_path: Path) -> None:
@@ -259,12 +260,6 @@ class ResilientRepository(ResilientDeliveries):
 
     async def get_file(self, cid: ConversationId, key: str) -> bytes | None:
         return await self._call(lambda: self.inner.get_file(cid, key), cid)
-
-    async def forget(
-        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
-    ) -> int:
-        await self._ready(None)  # every spooled change written: the spool file is emptied
-        return await self._call(lambda: self.inner.forget(cid, seqs, facts), cid)
 
     async def reset(self, cid: ConversationId) -> None:
         try:

@@ -82,7 +82,7 @@ class RedisForget:
     ) -> int:
         found = 0
         wanted = sorted(set(seqs))
-        if wanted:
+        if wanted or facts:
             key = self.keys(cid).messages
             async with self.client.pipeline(transaction=False) as pipe:
                 for seq in wanted:
@@ -94,7 +94,8 @@ class RedisForget:
                 pairs += [message.seq, message.tombstone().to_json()]
             files = [a.file for m in messages for a in m.attachments if a.file]
             script = self.client.register_script(PRELUDE + FORGET)
-            args = (wanted[0], len(pairs) // 2, *pairs, *files)
+            # A summary is made agreeing with the kept facts: one may hold a fact forgotten now.
+            args = (1 if facts else wanted[0], len(pairs) // 2, *pairs, *files)
             found = int(await self._run(script, cid, *args))
         if facts:
             await self.remove_facts(cid, facts)
