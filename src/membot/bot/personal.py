@@ -183,32 +183,34 @@ async def answer_personal(
 
 
 async def edit_personal(
-    bot: Bot, message: Message, content: str | Text, markup: InlineKeyboardMarkup | None = None
+    bot: Bot,
+    message: Message,
+    content: str | Text,
+    markup: InlineKeyboardMarkup | None = None,
+    *,
+    presser: int | None = None,
 ) -> bool:
     """Replace the text and buttons of the bot's `message` (one that fits one message),
-    ephemeral or not. False when Telegram refused the edit (the message is gone, or the
-    same text and buttons again): an edit only shows what is already done."""
+    ephemeral or not; `presser`, who pressed a button under it (an ephemeral message's
+    receiver, should the message not say). False when Telegram refused the edit (the
+    message is gone, or the same text and buttons again): an edit only shows what is done."""
     text, entities = _block(content)
     ents = [MessageEntity(**e) for e in entities] or None
+    receiver = message.receiver_user.id if message.receiver_user is not None else presser
+    same: dict[str, Any] = {"text": text, "entities": ents, "reply_markup": markup}
+    chat_id = message.chat.id
     try:
-        if message.ephemeral_message_id is not None and message.receiver_user is not None:
+        if message.ephemeral_message_id is not None and receiver is not None:
             await bot.edit_ephemeral_message_text(
-                chat_id=message.chat.id,
-                receiver_user_id=message.receiver_user.id,
+                chat_id=chat_id,
+                receiver_user_id=receiver,
                 ephemeral_message_id=message.ephemeral_message_id,
-                text=text,
-                entities=ents,
-                reply_markup=markup,
                 parse_mode=None,
+                **same,
             )
         else:
             await bot.edit_message_text(
-                chat_id=message.chat.id,
-                message_id=message.message_id,
-                text=text,
-                entities=ents,
-                reply_markup=markup,
-                parse_mode=None,
+                chat_id=chat_id, message_id=message.message_id, parse_mode=None, **same
             )
     except TelegramBadRequest as exc:
         log.debug("chat %s: edit refused: %s", message.chat.id, exc.message)

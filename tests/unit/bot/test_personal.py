@@ -142,3 +142,16 @@ async def test_an_ephemeral_message_is_edited_as_one(tg: FakeTelegram, bot: Bot)
     assert "reply_markup" not in tg.ephemeral_message(GROUP, sent.ephemeral_message_id)
     assert not await edit_personal(bot, message, "1 fact")  # not modified: said, not raised
     assert tg.call_count("editMessageText") == 0
+
+
+async def test_an_ephemeral_message_that_names_no_receiver_is_edited_for_its_presser(
+    tg: FakeTelegram, bot: Bot
+) -> None:
+    await send(bot, group(), "2 facts", markup=KEYBOARD)
+    [sent] = tg.messages_to(GROUP)
+    assert sent.ephemeral_message_id is not None
+    shown = dict(tg.ephemeral_message(GROUP, sent.ephemeral_message_id))
+    del shown["receiver_user"]
+    message = Message.model_validate(shown, context={"bot": bot})
+    assert await edit_personal(bot, message, "1 fact", presser=ANN)
+    assert tg.ephemeral_message(GROUP, sent.ephemeral_message_id)["text"] == "1 fact"

@@ -171,7 +171,8 @@ async def delete_pressed(
     else:
         log.info("chat %s: a fact deleted by user %s", cid.chat_id, query.from_user.id)
         await query.answer(words.FACT_DELETED.format(fact=cut(removed[0], ALERT_TEXT)))
-    await edit_personal(bot, message, *shown_after(words, message, await repository.get_facts(cid)))
+    text, markup = shown_after(words, message, await repository.get_facts(cid))
+    await edit_personal(bot, message, text, markup, presser=query.from_user.id)
 
 
 def shown_after(

@@ -137,7 +137,7 @@ async def cancel_pressed(
     found = await task_store.tasks(chat)
     content, keyboard = task_list(words, found, zone, group=message.chat.type != "private")
     # Cosmetic: an unchanged list is "message is not modified" to Telegram (False).
-    await edit_personal(bot, message, content, keyboard)
+    await edit_personal(bot, message, content, keyboard, presser=query.from_user.id)
 
 
 async def timezone(
