@@ -39,6 +39,7 @@ from membot.llm.model import (
     ChatMessage,
     LLMResponse,
     ModelRequest,
+    Source,
     StreamItem,
     StreamNotes,
 )
@@ -66,7 +67,7 @@ def hermes_call(name: str, /, **arguments: Any) -> str:
 class Reply:
     """A reply with text and/or tool calls; `gate`, when given, holds it until set."""
 
-    __slots__ = ("gate", "midway", "model", "text", "tool_calls")
+    __slots__ = ("gate", "midway", "model", "sources", "text", "tool_calls")
 
     def __init__(
         self,
@@ -75,8 +76,10 @@ class Reply:
         gate: asyncio.Event | None = None,
         midway: asyncio.Event | None = None,
         model: str = MODEL,
+        sources: tuple[Source, ...] = (),
     ) -> None:
         self.text = text
+        self.sources = sources
         self.tool_calls = tuple(tool_calls)
         self.gate = gate
         self.midway = midway
@@ -200,8 +203,8 @@ class ScriptedModel:
         item = await self._take(request)
         self.streamed += 1
         response = _response(item)
-        if notes is not None:  # the model that answers, known from the start as a provider's
-            notes.model = response.model
+        if notes is not None:  # known from the start, as a provider's first chunk can say
+            notes.model, notes.sources = response.model, response.sources
         midway = item.midway if isinstance(item, Reply) else None
         text = response.content
         finished = False
@@ -256,6 +259,7 @@ def _response(item: ScriptItem) -> LLMResponse:
             tool_calls=item.tool_calls,
             model=item.model,
             finish_reason="tool_calls" if item.tool_calls else "stop",
+            sources=item.sources,
         )
     raise TypeError(f"not a script item: {item!r}")
 

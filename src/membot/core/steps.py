@@ -16,7 +16,7 @@ nor what those that ended changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -34,7 +34,9 @@ from membot.llm.model import (
     ChatModel,
     LLMResponse,
     ModelRequest,
+    StreamNotes,
 )
+from membot.llm.model import Source as PageCited
 from membot.llm.tools.visible import VisibleText
 from membot.memory.contract.models import Message, Source
 
@@ -115,8 +117,10 @@ class ToolSteps:
                 return await self._stopped(produced, "", request, cited, tool_ctx)
             if stop is not None and streamed is not None:
                 shown: list[str] = []
-                answered = await until_stopped(self._call(request, streamed, shown), stop)
+                notes = StreamNotes()
+                answered = await until_stopped(self._call(request, streamed, shown, notes), stop)
                 if answered is None:
+                    cited.add_sources(notes.sources)  # what this step cited before the stop
                     written = "".join(shown)
                     return await self._stopped(produced, written, request, cited, tool_ctx)
                 response = answered
@@ -200,16 +204,18 @@ class ToolSteps:
         request: ModelRequest,
         sink: StreamingSink | None,
         shown: list[str] | None = None,
+        notes: StreamNotes | None = None,
     ) -> LLMResponse:
         """One model call: whole, or streamed into `sink` (what may be shown of it, also
-        kept in `shown`: the answer so far, should the user stop it)."""
+        kept in `shown`: the answer so far, should the user stop it; `notes`: what the
+        stream learned, should it be closed early)."""
         if sink is None:
             return await self.model.complete(request)
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
         if isinstance(sink, PacedSink):
             request = replace(request, hold=sink.hold)
-        items = self.model.stream(request)
+        items = self.model.stream(request, notes)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.
         async with aclosing(items):
@@ -266,7 +272,10 @@ class Cited:
         self._by_url: dict[str, Source] = {}
 
     def add(self, response: LLMResponse) -> None:
-        for source in response.sources:
+        self.add_sources(response.sources)
+
+    def add_sources(self, sources: Sequence[PageCited]) -> None:
+        for source in sources:
             known = self._by_url.get(source.url)
             if known is None and len(self._by_url) >= MAX_SOURCES:
                 continue

@@ -137,6 +137,7 @@ class OpenAIChatModel:
         finally:
             if notes is not None:  # whoever closed it early learns who wrote what it got
                 notes.model = assembled.answered_by
+                notes.sources = assembled.sources
             if not finished:  # the consumer went away: nothing more is read or paid for
                 log.info(
                     "llm %s: model=%s status=stopped duration=%.3fs",

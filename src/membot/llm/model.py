@@ -85,9 +85,12 @@ class Price:
 class StreamNotes:
     """What a streamed call learned on its way, for a consumer that closes it early: the
     model the provider says is answering (a router such as openrouter/auto names the
-    concrete one in every chunk); empty until a chunk named it."""
+    concrete one in every chunk; empty until a chunk named it) and the sources so far."""
 
     model: str = ""
+    # The pages it cited so far (its `url_citation` annotations): an answer stopped midway
+    # keeps them.
+    sources: tuple[Source, ...] = ()
 
 
 #: What a streamed call yields: pieces of text as the model writes them, then (last) the

@@ -161,7 +161,9 @@ async def pieces(
     reading is paused for `hold` seconds after each read (llm/pacing.py), so the chunks that
     arrive meanwhile come in one read; the first words are never held. Closes the response
     however it ends. Raises the `openai` client's errors: APITimeoutError,
-    APIConnectionError, or APIError for an `error` event or a chunk that is not JSON."""
+    APIConnectionError, or APIError for an `error` event, a chunk that is not JSON, or a body
+    that ends with neither `[DONE]` nor a finish reason (the `openai` client took that for a
+    whole answer)."""
     events = Events()
     # The body as it comes, decoded only if the provider compressed it.
     encoded = response.headers.get("content-encoding", "identity") != "identity"
@@ -180,6 +182,12 @@ async def pieces(
             if done:
                 await _drain(body)
                 return
+        if assembled.finish_reason is None:
+            # The body ended cleanly, yet the answer did not (a proxy or the provider cut it):
+            # a failed call, not a short answer stored and sent as if it were whole.
+            raise openai.APIError(
+                "the stream ended before the answer did", response.request, body=None
+            )
     except httpx2.TimeoutException as exc:
         raise openai.APITimeoutError(request=response.request) from exc
     except httpx2.RequestError as exc:

@@ -16,7 +16,7 @@ from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.ids import ConversationId
 from membot.llm.tools import NativeMode, ToolExecutor, ToolRegistry
 from membot.memory import MemoryRepository
-from membot.memory.contract.models import Message
+from membot.memory.contract.models import Message, Source
 from tests.scripted import Reply, ScriptedModel, StoppableSink, tool_call
 
 CHAT = ConversationId.telegram(7)
@@ -70,6 +70,19 @@ async def test_a_stopped_answer_is_stored_as_written_so_far_then_given(
     shown = model.chat_requests[-1].messages
     assert shown[-2]["role"] == "assistant" and shown[-2]["content"].startswith(ANSWER[:4])
     assert "stopped" in shown[-2]["content"]
+
+
+async def test_a_stopped_answer_keeps_what_it_cited_so_far(
+    model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    # A web search's sources come in the stream's first chunks: stopped after them, the
+    # answer is stored (and sent) with them.
+    page = Source("https://kazan.example/kremlin", "The Kremlin")
+    never = asyncio.Event()
+    model.script(Reply(ANSWER, midway=never, sources=(page,)))
+    result = await make(model, repo).respond(said("Plan a trip"), StoppableSink(stop_after=1))
+    assert result.stopped and result.sources == (page,)
+    assert (await archive(repo))[-1].sources == (page,)
 
 
 async def test_a_stopped_round_counts_as_answered(

@@ -117,6 +117,16 @@ async def test_an_error_event_is_the_providers_error() -> None:
     assert raised.value.body == {"message": "upstream failed", "code": 502}
 
 
+async def test_a_body_that_ends_before_the_answer_did_is_a_failed_call() -> None:
+    # Neither [DONE] nor a finish reason: cut on the way, not a short answer.
+    with pytest.raises(openai.APIError, match="ended before the answer"):
+        await read(response(body(event(text("Hel")), event(text("lo")))))
+    # A finish reason without [DONE] is a whole answer (some servers never send [DONE]).
+    finished = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    written, assembled = await read(response(body(event(text("Hel")), event(finished))))
+    assert written == ["Hel"] and assembled.response().finish_reason == "stop"
+
+
 async def test_a_chunk_that_is_not_json_is_an_unusable_reply() -> None:
     with pytest.raises(openai.APIError):
         await read(response(body(event(text("Hel")), b"data: {oops\n\n")))

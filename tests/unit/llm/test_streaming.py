@@ -19,7 +19,14 @@ from pydantic import SecretStr
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
 from membot.llm.errors import LLMRateLimited, LLMUnavailable
-from membot.llm.model import CallOptions, LLMResponse, ModelRequest, StreamItem
+from membot.llm.model import (
+    CallOptions,
+    LLMResponse,
+    ModelRequest,
+    Source,
+    StreamItem,
+    StreamNotes,
+)
 from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
 from membot.usage import charged_to
@@ -123,6 +130,18 @@ async def test_closing_the_stream_closes_the_providers_response(
         assert first == "yyyyyyyy"
     await llm.wait_until(lambda: llm.streams_gone == 1, what="the client to go away")
     await llm.wait_until(lambda: llm.in_flight == 0, what="the handler to end")
+
+
+async def test_a_stream_closed_early_tells_what_it_cited_so_far(
+    llm: FakeLLM, model: OpenAIChatModel
+) -> None:
+    pages = [("https://a.example/", "A"), ("https://b.example/", "B")]
+    # The first citation rides on the first piece, the second on the last (tests/fakes).
+    llm.script(Reply(content="y" * 400, pacing=Pacing(delay=0.05), sources=pages))
+    notes = StreamNotes()
+    async with aclosing(model.stream(ask("hi"), notes)) as items:
+        await anext(items)
+    assert notes.sources == (Source("https://a.example/", "A"),)
 
 
 async def test_cancelling_the_consumer_closes_the_stream(
