@@ -54,7 +54,9 @@ def set_mark(directory: Path, upto: int, parts: int | None, sending: bool) -> No
     mark = read_mark(directory)
     if mark is None:
         return
-    last = read_tail(directory / MESSAGES, 1)
+    # The archive's end matters only to an answer done (is anything stored after it?): a
+    # part's progress, recorded before each message is sent, does not read it.
+    last = read_tail(directory / MESSAGES, 1) if parts is None else []
     new = progress(mark, upto, parts, sending, last[-1].seq if last else 0)
     path = directory / UNDELIVERED
     if new is None:
