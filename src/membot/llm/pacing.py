@@ -58,6 +58,17 @@ class Reading:
             protocol.resume_reading()
 
 
+def ramp(hold: float, age: float) -> float:
+    """The hold for text that began `age` seconds ago: `hold` halved (down to a sixteenth)
+    until it is no longer than the text's age. The first words are shown at once and the
+    ones right after them soon (a draft waits for a few words: it must not wait a whole
+    hold for them); the halves keep every stream's reads on `hold`'s beat."""
+    step = hold
+    while step > age and step > hold / 16:
+        step /= 2
+    return step
+
+
 def reading(response: httpx2.Response) -> Reading | None:
     """The reading of the connection under `response`, if it came through the `openai`
     client's aiohttp transport; else None (read it as it comes)."""

@@ -26,7 +26,7 @@ import orjson
 from openai.types import CompletionUsage
 
 from membot.llm.model import LLMResponse, Source, Usage
-from membot.llm.pacing import reading
+from membot.llm.pacing import ramp, reading
 from membot.llm.wire import sources_of, usage_of
 
 _DONE = b"[DONE]"
@@ -158,8 +158,9 @@ async def pieces(
 ) -> AsyncGenerator[str, None]:
     """The text of a streamed response as it comes, each read's pieces joined into one, every
     chunk fed to `assembled`. Once the text (or a tool call) has begun, the connection's
-    reading is paused for `hold` seconds after each read (llm/pacing.py), so the chunks that
-    arrive meanwhile come in one read; the first words are never held. Closes the response
+    reading is paused after each read, up to `hold` seconds (llm/pacing.py), so the chunks
+    that arrive meanwhile come in one read; the first words are never held, and the holds
+    grow to `hold` over the text's first moments (`ramp`). Closes the response
     however it ends. Raises the `openai` client's errors: APITimeoutError,
     APIConnectionError, or APIError for an `error` event, a chunk that is not JSON, or a body
     that ends with neither `[DONE]` nor a finish reason (the `openai` client took that for a
@@ -169,12 +170,16 @@ async def pieces(
     encoded = response.headers.get("content-encoding", "identity") != "identity"
     body = response.aiter_bytes() if encoded else response.aiter_raw()
     paced = reading(response) if hold > 0 else None
+    began: float | None = None  # the loop's time when the text began
     try:
         async for data in body:
             written, done, failed = _read(events.feed(data), assembled, response.request)
-            begun = bool(assembled.text or assembled.calls) and not done and failed is None
+            now = asyncio.get_running_loop().time()
+            if began is None and (assembled.text or assembled.calls):
+                began = now
+            pause = None if began is None or done or failed else ramp(hold, now - began)
             # The first words are never held; nor is the connection once the answer is whole.
-            async with paced.held(hold) if paced is not None and begun else nullcontext():
+            async with paced.held(pause) if paced is not None and pause else nullcontext():
                 if written:
                     yield "".join(written)
             if failed is not None:

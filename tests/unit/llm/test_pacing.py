@@ -13,7 +13,7 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ModelRequest
-from membot.llm.pacing import reading
+from membot.llm.pacing import ramp, reading
 from membot.llm.streaming import READ_HOLD
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Pacing, Reply
@@ -58,6 +58,18 @@ async def test_a_paced_answer_comes_in_a_few_pieces_whole_and_in_order(
             if isinstance(item, str):
                 pieces.append(item)
         assert "".join(pieces) == text
-        # A read every READ_HOLD, not one a chunk (60 unpaced).
-        assert len(pieces) <= CHUNKS * GAP / READ_HOLD + 4, pieces
+        # A read every READ_HOLD, not one a chunk (60 unpaced); a few more as the holds grow.
+        assert len(pieces) <= CHUNKS * GAP / READ_HOLD + 8, pieces
         assert len(pieces) >= 2
+
+
+def test_the_holds_grow_with_the_text_on_the_same_beat() -> None:
+    # The words right after the first ones come soon (a draft waits for a few of them);
+    # every hold is the full one halved, so all streams still read on its beat.
+    assert [ramp(0.5, age) for age in (0.0, 0.05, 0.2, 0.3, 2.0)] == [
+        0.03125,
+        0.03125,
+        0.125,
+        0.25,
+        0.5,
+    ]
