@@ -16,7 +16,7 @@ nor what those that ended changed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -36,7 +36,6 @@ from membot.llm.model import (
     ModelRequest,
     StreamNotes,
 )
-from membot.llm.model import Source as PageCited
 from membot.llm.tools.visible import VisibleText
 from membot.memory.contract.models import Message, Source
 
@@ -116,13 +115,11 @@ class ToolSteps:
             if stop is not None and stop.is_set():
                 return await self._stopped(produced, "", request, cited, tool_ctx)
             if stop is not None and streamed is not None:
-                shown: list[str] = []
-                notes = StreamNotes()
+                shown, notes = list[str](), StreamNotes()  # what the stream gave so far
                 answered = await until_stopped(self._call(request, streamed, shown, notes), stop)
-                if answered is None:
-                    cited.add_sources(notes.sources)  # what this step cited before the stop
-                    written = "".join(shown)
-                    return await self._stopped(produced, written, request, cited, tool_ctx)
+                if answered is None:  # with the sources this step cited before the stop
+                    cited.add(LLMResponse("", sources=notes.sources))
+                    return await self._stopped(produced, "".join(shown), request, cited, tool_ctx)
                 response = answered
             else:
                 response = await self._call(request, streamed)
@@ -207,14 +204,12 @@ class ToolSteps:
         notes: StreamNotes | None = None,
     ) -> LLMResponse:
         """One model call: whole, or streamed into `sink` (what may be shown of it, also
-        kept in `shown`: the answer so far, should the user stop it; `notes`: what the
-        stream learned, should it be closed early)."""
+        kept in `shown`, and what it learned in `notes`: should the user stop it)."""
         if sink is None:
             return await self.model.complete(request)
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
-        if isinstance(sink, PacedSink):
-            request = replace(request, hold=sink.hold)
+        request = replace(request, hold=sink.hold) if isinstance(sink, PacedSink) else request
         items = self.model.stream(request, notes)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.
@@ -272,10 +267,7 @@ class Cited:
         self._by_url: dict[str, Source] = {}
 
     def add(self, response: LLMResponse) -> None:
-        self.add_sources(response.sources)
-
-    def add_sources(self, sources: Sequence[PageCited]) -> None:
-        for source in sources:
+        for source in response.sources:
             known = self._by_url.get(source.url)
             if known is None and len(self._by_url) >= MAX_SOURCES:
                 continue
