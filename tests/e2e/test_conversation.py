@@ -76,6 +76,7 @@ async def test_answers_a_message_and_remembers_it(
         "tasks",
         "timezone",
         "tools",
+        "import",
         "reset",
     ]
 
