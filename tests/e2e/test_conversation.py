@@ -77,6 +77,7 @@ async def test_answers_a_message_and_remembers_it(
         "timezone",
         "tools",
         "import",
+        "forget",
         "reset",
     ]
 
