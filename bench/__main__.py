@@ -41,6 +41,7 @@ SECTIONS = (
     "tasks",
     "mcp",
     "forget",
+    "v1",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]

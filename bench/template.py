@@ -13,7 +13,9 @@ from pathlib import Path
 
 TEMPLATE = Path(__file__).with_name("benchmarks.md")
 # `<!-- intro -->`, `<!-- what -->`, ... or `<!-- section NAME` with `key: value` lines.
-_MARKER = re.compile(r"^<!-- ([a-z]+)(?: ([a-z]+))?((?:\n[a-z]+: [^\n]*)*) -->\n", re.MULTILINE)
+_MARKER = re.compile(
+    r"^<!-- ([a-z]+)(?: ([a-z][a-z0-9]*))?((?:\n[a-z]+: [^\n]*)*) -->\n", re.MULTILINE
+)
 _PARTS = ("what", "found", "reading")
 
 

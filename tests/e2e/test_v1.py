@@ -234,3 +234,36 @@ async def test_web_sources_come_as_url_citation_annotations(
         0,
         len("Open 10 to 18."),
     )
+
+
+async def test_what_an_answer_cites_of_the_callers_memory_comes_with_it(
+    client: AsyncOpenAI, llm: FakeLLM
+) -> None:
+    """membot's `citations` beside the message (an extra field OpenAI's client keeps), and
+    on the stream's last chunk; never a `[#id]` marker in the text."""
+    plan = "I fly to Lisbon on May 3rd."
+    await client.chat.completions.create(
+        model="membot", messages=[{"role": "user", "content": plan}], user="lena"
+    )
+    search = {"function": {"name": "search_history", "arguments": '{"query": "Lisbon"}'}}
+    llm.script(Reply(tool_calls=[search]), Reply("You fly on May 3rd [#1]."))
+    completion = await client.chat.completions.create(
+        model="membot", messages=[{"role": "user", "content": "When do I fly?"}], user="lena"
+    )
+    message = completion.choices[0].message
+    assert message.content == "You fly on May 3rd."
+    [cited] = (message.model_extra or {})["citations"]
+    assert (cited["id"], cited["author"], cited["quote"]) == (1, "user", plan)
+
+    llm.script(Reply(tool_calls=[search]), Reply("On May 3rd [#1]."))
+    stream = await client.chat.completions.create(
+        model="membot",
+        messages=[{"role": "user", "content": "Remind me when?"}],
+        user="lena",
+        stream=True,
+    )
+    chunks = [chunk async for chunk in stream]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text == "On May 3rd." and "[#" not in text
+    [cited] = (chunks[-1].choices[0].delta.model_extra or {})["citations"]
+    assert cited["quote"] == plan

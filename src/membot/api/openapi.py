@@ -11,6 +11,8 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from membot.api.errors import CHAT_ERRORS, ERROR_SENTENCE, ERROR_STATUS, ErrorCode, ErrorResponse
 from membot.api.models import ChatRequest, ChatResponse, Health
+from membot.api.v1.openapi import MODELS as V1_MODELS
+from membot.api.v1.openapi import v1_paths
 from membot.memory.contract.state import MAX_PERSONA
 
 _REF = "#/components/schemas/{model}"
@@ -19,6 +21,7 @@ _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (ChatResponse, "serialization"),
     (ErrorResponse, "serialization"),
     (Health, "serialization"),
+    *V1_MODELS,
 ]
 
 
@@ -57,7 +60,8 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
             "description": (
                 "Single requests and multi-round dialogs with the assistant. A request "
                 "without maxRounds and sessionId is one complete round; maxRounds opens a "
-                "session of that many rounds; sessionId continues one."
+                "session of that many rounds; sessionId continues one. /v1 is the same "
+                "memory behind OpenAI's Chat Completions, for OpenAI's clients."
             ),
         },
         "paths": {
@@ -72,6 +76,7 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
                     "Liveness", ref(Health, "serialization"), "health", "The server is up"
                 )
             },
+            **v1_paths(ref),
         },
         "components": {
             "schemas": components,

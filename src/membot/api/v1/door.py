@@ -11,6 +11,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -32,6 +33,7 @@ from membot.api.v1.shapes import (
     ModelList,
     OutMessage,
     Usage,
+    cited_messages,
     cited_pages,
     usage_of,
 )
@@ -127,9 +129,15 @@ class V1Door:
     ) -> web.StreamResponse:
         try:
             result, usage = await self._turn(incoming, options, stream)
-            cited = [a.model_dump(mode="json") for a in cited_pages(result.sources, result.reply)]
+            end: dict[str, Any] = {}
+            if result.sources:
+                pages = cited_pages(result.sources, result.reply)
+                end["annotations"] = [a.model_dump(mode="json") for a in pages]
+            if result.citations:
+                cited = cited_messages(result.citations)
+                end["citations"] = [c.model_dump(mode="json") for c in cited]
             return await stream.finish(
-                result.reply, result.model, cited, usage.model_dump(mode="json")
+                result.reply, result.model, end, usage.model_dump(mode="json")
             )
         except ConnectionResetError:
             log.info("a stream's client went away before its end")
@@ -184,7 +192,11 @@ class _Quiet:
 
 
 def _message(result: TurnResult) -> OutMessage:
-    return OutMessage(content=result.reply, annotations=cited_pages(result.sources, result.reply))
+    return OutMessage(
+        content=result.reply,
+        annotations=cited_pages(result.sources, result.reply),
+        citations=cited_messages(result.citations),
+    )
 
 
 def _error(exc: MembotError) -> V1Error | None:

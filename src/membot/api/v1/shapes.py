@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from membot.api.models import CitationRef
+from membot.memory.contract.citation import Citation
 from membot.memory.contract.models import Source
 
 
@@ -45,6 +47,11 @@ class OutMessage(_Shape):
     content: str
     refusal: None = None
     annotations: list[Annotation] = Field(default_factory=list)
+    citations: list[CitationRef] = Field(
+        default_factory=list,
+        description="membot's own (OpenAI's clients keep it as an extra field): the "
+        "messages of the caller's memory the answer rests on, as /api/chat's `citations`.",
+    )
 
 
 class Choice(_Shape):
@@ -70,6 +77,7 @@ class Delta(_Shape):
     role: Literal["assistant"] | None = None
     content: str | None = None
     annotations: list[Annotation] | None = None
+    citations: list[CitationRef] | None = None
 
 
 class ChunkChoice(_Shape):
@@ -135,3 +143,7 @@ def cited_pages(sources: tuple[Source, ...], content: str) -> list[Annotation]:
         Annotation(url_citation=UrlCitation(url=s.url, title=s.title, end_index=len(content)))
         for s in sources
     ]
+
+
+def cited_messages(citations: tuple[Citation, ...]) -> list[CitationRef]:
+    return [CitationRef(id=c.id, date=c.ts, author=c.author, quote=c.quote) for c in citations]

@@ -3,7 +3,8 @@
 
     the first piece        delta {"role": "assistant", "content": "<piece>"}
     more pieces            delta {"content": "<piece>"}
-    the end                delta {} (with the sources as `annotations`), finish_reason "stop"
+    the end                delta {} (with the sources as `annotations` and membot's
+                           `citations`), finish_reason "stop"
     include_usage          usage: null on those; then one chunk, choices [], with `usage`
     an error, once open    data: {"error": {...}} in OpenAI's shape, and no [DONE]
 
@@ -76,13 +77,13 @@ class ChunkStream:
         await response.write(f"data: {data}\n\n".encode())
 
     async def finish(
-        self, content: str, model: str, annotations: list[dict[str, Any]], usage: dict[str, Any]
+        self, content: str, model: str, end: dict[str, Any], usage: dict[str, Any]
     ) -> web.StreamResponse:
         """The end: what was not streamed (an answer held to a format, or none at all), the
         finishing chunk, the usage if asked, [DONE]."""
         if self.response is None:
             await self.delta(content)
-        await self.chunk({"annotations": annotations} if annotations else {}, "stop", model)
+        await self.chunk(end, "stop", model)
         if self.usage:
             await self.send({**self._head, "model": model, "choices": [], "usage": usage})
         return await self.close("[DONE]")
