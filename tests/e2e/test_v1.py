@@ -16,7 +16,7 @@ from membot.ids import ConversationId
 from tests import api_support
 from tests.api_support import API_TOKEN, OTHER_TOKEN, RunningApi, StartApi
 from tests.e2e.helpers import prompt_texts, system_prompt
-from tests.fakes import FakeLLM, Reply, media_files
+from tests.fakes import FakeLLM, Pacing, Reply, media_files
 from tests.v1_support import archive, openai_client, v1_conversations
 
 start_api = api_support.start_api
@@ -55,7 +55,9 @@ async def test_a_plain_completion(api: RunningApi, client: AsyncOpenAI, llm: Fak
 async def test_a_streamed_completion_ends_with_usage_and_done(
     client: AsyncOpenAI, llm: FakeLLM
 ) -> None:
-    llm.script("One, two, three, four, five, six.")
+    # Pieces a model writes 0.15 s apart reach the client apart (membot reads a stream a
+    # few times a second).
+    llm.script(Reply("One, two, three, four, five, six.", pacing=Pacing(chars=8, delay=0.15)))
     stream = await client.chat.completions.create(
         model="membot",
         messages=[{"role": "user", "content": "Count"}],
