@@ -68,7 +68,9 @@ def said(message: Message, documents: Sequence[str] = ()) -> str:
     """Everything the archive keeps of what a message said, as one text."""
     quote = message.delivery.quote if message.delivery else ""  # a group's answer quotes
     cited = [c.quote for c in message.citations]  # an answer's quotes of the archive
-    parts = [message.content, sources_text(message.sources), quote, *cited, *documents]
+    # An imported message's name is its conversation's title ("ChatGPT: <title>").
+    title = message.name if message.origin is not None else None
+    parts = [message.content, sources_text(message.sources), quote, *cited, *documents, title]
     parts += [a.name or "" for a in message.attachments]
     for call in message.tool_calls:
         arguments = str((call.get("function") or {}).get("arguments", ""))

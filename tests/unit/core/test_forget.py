@@ -6,10 +6,11 @@ and a confirmation that erases what holds them now, then finds nothing."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from membot.core.forget import Forgetting
 from membot.ids import ConversationId
-from membot.memory import MemoryRepository, Message
+from membot.memory import FileRepository, MemoryRepository, Message
 from membot.memory.contract.attachment import Attachment, new_file_key
 from membot.memory.contract.citation import Citation
 from membot.tasks import TaskSupervisor
@@ -87,3 +88,27 @@ async def test_confirming_erases_what_holds_the_words_then() -> None:
         "note the \\u0445 flights",
         "Read it.",
     ]
+
+
+async def test_an_imported_conversations_title_is_what_its_messages_said(tmp_path: Path) -> None:
+    # An imported message's name is its conversation's title ("ChatGPT: <title>"), which
+    # the export's owner (or ChatGPT) wrote about it: words in it are forgotten with it.
+    repo = FileRepository(tmp_path)
+    chat = ConversationId.telegram(77)
+    imported = "ChatGPT: Divorce papers for Anna"
+    await repo.append(
+        chat,
+        [
+            Message("user", "how do I file it?", name=imported, origin="chatgpt:c1:n1"),
+            Message("assistant", "Start with form A.", name=imported, origin="chatgpt:c1:n2"),
+            Message("user", "hello", user_id=77, name="Me"),
+        ],
+    )
+    forgetting = Forgetting(repo, None, TaskSupervisor())
+    found = await forgetting.find(chat, "divorce papers")
+    assert found.seqs == (1, 2)
+    assert await forgetting.confirm(forgetting.ask(chat, "divorce papers", found, 77)) == (2, 0)
+    stored = "\n".join(p.read_text("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file())
+    assert "Divorce" not in stored
+    assert "hello" in stored
+    assert (await forgetting.find(chat, "divorce papers")).empty

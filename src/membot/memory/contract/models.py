@@ -87,9 +87,11 @@ class Message:
     forgotten: bool = False
 
     def tombstone(self) -> Message:
-        """This message forgotten: who, when and where kept, nothing of what it said."""
+        """This message forgotten: who, when and where kept, nothing of what it said (an
+        imported message's name, its conversation's title, is something it said)."""
         return replace(
             self,
+            name=None if self.origin is not None else self.name,
             content="",
             tool_calls=(),
             attachments=(),
