@@ -42,6 +42,7 @@ SECTIONS = (
     "mcp",
     "forget",
     "v1",
+    "imports",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]
