@@ -217,11 +217,12 @@ class Forgetting:
         return count, len(found.facts)
 
     def desk(self, incoming: Incoming) -> ForgetDesk | None:
-        """The model's way to ask for a turn: only in a Telegram chat (it has a button to
-        confirm with), and in a group only for the asker's own messages (administrators
-        use /forget for everyone's)."""
+        """The model's way to ask for a turn: only in a Telegram chat's own turn (the
+        button to confirm with is shown after it: not after a guest query's answer, posted
+        elsewhere, nor a due task's), and in a group only for the asker's own messages
+        (administrators use /forget for everyone's)."""
         cid = incoming.conversation
-        if cid.namespace != TELEGRAM or incoming.user_id is None:
+        if cid.namespace != TELEGRAM or incoming.user_id is None or incoming.aside:
             return None
         return ForgetDesk(self, cid, incoming.user_id, member=incoming.group)
 

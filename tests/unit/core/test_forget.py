@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from uuid import uuid4
 
 from membot.core.forget import Forgetting
+from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import FileRepository, MemoryRepository, Message
 from membot.memory.contract.attachment import Attachment, new_file_key
@@ -112,3 +114,15 @@ async def test_an_imported_conversations_title_is_what_its_messages_said(tmp_pat
     assert "Divorce" not in stored
     assert "hello" in stored
     assert (await forgetting.find(chat, "divorce papers")).empty
+
+
+def test_the_model_asks_to_forget_only_where_the_button_can_be_shown() -> None:
+    # The confirmation is shown after an ordinary turn in the chat: a guest query's answer
+    # (posted in another chat) or a due task's has nobody to press it, and would leave it
+    # to pop up after some later message.
+    forgetting = Forgetting(MemoryRepository(), None, TaskSupervisor())
+    private = ConversationId.telegram(ANN)
+    assert forgetting.desk(Incoming(private, "forget it", user_id=ANN)) is not None
+    assert forgetting.desk(Incoming(private, "forget it", user_id=ANN, guest="q1")) is None
+    assert forgetting.desk(Incoming(private, "forget it", user_id=ANN, task="t1")) is None
+    assert forgetting.desk(Incoming(ConversationId.api(uuid4()), "x", user_id=ANN)) is None

@@ -129,7 +129,10 @@ async def forget_messages(
         words: The words the messages to forget hold, as the user gave them.
     """
     if ctx.forgetting is None:
-        raise ToolError("messages can be forgotten only in a Telegram chat (/forget there)")
+        raise ToolError(
+            "messages can be forgotten only in a Telegram chat, while the user talks in it "
+            "(/forget there)"
+        )
     found = await ctx.forgetting.request(words)
     if found.empty:
         return "No message or fact of this chat holds those words: nothing to forget."
