@@ -61,6 +61,7 @@ class Answer:
     body: Any
     headers: dict[str, str]
     events: list[tuple[str, Any]] = field(default_factory=list)
+    raw: bytes = b""  # the body as it came (a ZIP's bytes)
 
     @property
     def code(self) -> str | None:
@@ -99,12 +100,12 @@ class ApiClient:
             if response.content_type == "text/event-stream":
                 events = parse_events(raw)
                 body = events[-1][1] if events else None
-                return Answer(response.status, body, dict(response.headers), events)
+                return Answer(response.status, body, dict(response.headers), events, raw)
             try:
                 body = json.loads(raw)
             except ValueError:
                 body = raw.decode(errors="replace")
-            return Answer(response.status, body, dict(response.headers))
+            return Answer(response.status, body, dict(response.headers), raw=raw)
 
     async def chat(self, body: Any, *, token: str | None = API_TOKEN) -> Answer:
         """POST /api/chat with `body` as JSON (bytes are sent as they are)."""

@@ -16,6 +16,14 @@ from membot.api.v1.openapi import v1_paths
 from membot.memory.contract.state import MAX_PERSONA
 
 _REF = "#/components/schemas/{model}"
+#: What GET /api/sessions/{sessionId}/export can answer besides the ZIP.
+EXPORT_ERRORS = (
+    ErrorCode.INVALID_REQUEST,
+    ErrorCode.UNAUTHORIZED,
+    ErrorCode.SESSION_NOT_FOUND,
+    ErrorCode.INTERNAL_ERROR,
+    ErrorCode.SERVICE_UNAVAILABLE,
+)
 _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (ChatRequest, "validation"),
     (ChatResponse, "serialization"),
@@ -66,6 +74,7 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
         },
         "paths": {
             "/api/chat": {"post": chat},
+            "/api/sessions/{sessionId}/export": {"get": _export()},
             "/api/openapi.json": {
                 "get": _open_get(
                     "This document", {"type": "object"}, "openapi", "The OpenAPI document"
@@ -86,6 +95,37 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
 
 
 _ERROR: dict[str, Any] = {"$ref": _REF.format(model="ErrorResponse")}
+
+
+def _export() -> dict[str, Any]:
+    zip_file = {"type": "string", "format": "binary"}
+    return {
+        "summary": "The session's whole memory as one ZIP",
+        "description": (
+            "conversation.md (each message with its date and sender), messages.jsonl (every "
+            "message as stored), summary.md, facts.json, tasks.json and files/ (the files "
+            "its messages refer to): what the session holds when the request comes."
+        ),
+        "operationId": "exportSession",
+        "security": [{"bearerAuth": []}],
+        "parameters": [
+            {
+                "name": "sessionId",
+                "in": "path",
+                "required": True,
+                "description": "The session's id, as POST /api/chat returned it.",
+                "schema": {"type": "string", "format": "uuid"},
+            }
+        ],
+        "responses": {
+            "200": {
+                "description": "The ZIP (Content-Disposition names it).",
+                "content": {"application/zip": {"schema": zip_file}},
+            },
+            **_errors(EXPORT_ERRORS),
+            "default": _json("Any other error", _ERROR),
+        },
+    }
 
 
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:

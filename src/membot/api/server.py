@@ -4,6 +4,7 @@
                             (JSON, or with "stream": true server-sent events: api/stream.py)
     POST /v1/chat/completions, GET /v1/models
                             the OpenAI-compatible door (api/v1/), errors in OpenAI's shape
+    GET  /api/sessions/{sessionId}/export  the session's memory as a ZIP (api/export.py)
     GET  /api/openapi.json  the OpenAPI 3.1 description (no token)
     GET  /healthz           200 {"status": "ok"} (no token)
 
@@ -25,6 +26,7 @@ from typing import Any
 from aiohttp import web
 
 from membot.api.errors import ApiError, ErrorCode, api_error, http_error
+from membot.api.export import export_session, session_of
 from membot.api.models import (
     MAX_BODY_BYTES,
     ChatRequest,
@@ -47,6 +49,7 @@ from membot.config import Settings
 from membot.core.session_sweep import SessionSweeper, sweep_interval
 from membot.core.sessions import Sessions
 from membot.errors import MembotError
+from membot.export import Exports
 from membot.listen import listen
 from membot.wiring import Core, shutdown_grace
 
@@ -93,6 +96,14 @@ class ApiServer:
         self._openapi = json.dumps(document, ensure_ascii=False).encode()
         self.app = web.Application(middlewares=[self._envelope], client_max_size=MAX_BODY_BYTES)
         self.app.router.add_post("/api/chat", self._chat)
+        self.exports = Exports(
+            core.repository,
+            core.task_store,
+            settings.storage.data_dir,
+            default_zone=settings.tasks.timezone,
+            clock=clock,
+        )
+        self.app.router.add_get("/api/sessions/{sessionId}/export", self._export)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)
         self.app.router.add_get("/healthz", self._health)
         self.v1.add_routes(self.app.router)
@@ -179,6 +190,13 @@ class ApiServer:
             ],
         )
         return response.model_dump(mode="json")
+
+    async def _export(self, request: web.Request) -> web.StreamResponse:
+        if not self._authorized(request):
+            raise ApiError(ErrorCode.UNAUTHORIZED)
+        sid = session_of(request)
+        request[_SESSION] = str(sid)
+        return await export_session(request, sid, self.sessions, self.exports)
 
     async def _openapi_document(self, request: web.Request) -> web.Response:
         return web.Response(body=self._openapi, content_type="application/json", charset="utf-8")

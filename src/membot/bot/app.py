@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from membot.bot import texts
 from membot.bot.drafts import TELEGRAM_PACING, DraftPacing
 from membot.bot.due import TaskDoor
+from membot.bot.exports import MIB, ChatExports
 from membot.bot.filters import AddressedToBot
 from membot.bot.guest import GuestDoor
 from membot.bot.handlers import build_routers
@@ -40,6 +41,7 @@ from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
 from membot.config import QueueSettings, Settings
 from membot.core.timed import TaskTurns
+from membot.export import Exports
 from membot.intake.contract import CONTROLS
 from membot.schedule.models import TASK_UPDATE, firing_of
 from membot.wiring import Core
@@ -121,6 +123,18 @@ class MembotApp:
                 allowed=limits.allowed_user_ids,
                 deadline=telegram.guest_deadline,
                 clock=core.clock,
+            ),
+            # /export: built and sent beside the chat's turns, by Core's supervisor.
+            chat_exports=ChatExports(
+                Exports(
+                    core.repository,
+                    core.task_store,
+                    settings.storage.data_dir,
+                    default_zone=settings.tasks.timezone,
+                    clock=core.clock,
+                ),
+                core.tasks,
+                telegram.export_part_mb * MIB,
             ),
         )
         # Inner, in this order: the allowlist first (an outsider's chat is never read), then

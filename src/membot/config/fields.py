@@ -117,6 +117,9 @@ class Fields(EnvSettings):
     # Guest Mode (Bot API 10.0): seconds after a guest message its answer is cut and sent as
     # written (Telegram waits 30 s for answerGuestQuery).
     guest_deadline: float = Field(default=25.0, gt=0, le=29)
+    # /export's ZIP comes in parts of at most this many MiB (Telegram takes uploads of up to
+    # 50 MB from a bot; a local Bot API server up to 2,000).
+    export_part_mb: int = Field(default=45, ge=1, le=2000)
     # Voice, images and documents (membot.media).
     transcription_model: str = Field(default="openai/whisper-1", min_length=1, pattern=r"^\S+$")
     max_audio_seconds: int = Field(default=600, ge=1, le=24 * 3600)

@@ -36,6 +36,7 @@ class TelegramSettings:
     bot_rate: float
     streaming: bool  # answers in private chats shown as drafts while they are written
     guest_deadline: float  # seconds after a guest message: its answer is cut and sent
+    export_part_mb: int  # /export's parts, at most this many MiB each
 
     @property
     def webhook_path(self) -> str:

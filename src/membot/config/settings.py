@@ -47,6 +47,7 @@ class Settings(Fields):
             bot_rate=self.telegram_bot_rate,
             streaming=self.streaming,
             guest_deadline=self.guest_deadline,
+            export_part_mb=self.export_part_mb,
         )
 
     @property

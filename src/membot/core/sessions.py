@@ -133,6 +133,14 @@ class Sessions:
             return await self._open(request, sink)
         return await self._continue(request.session_id, request.message, sink, request.uploads)
 
+    async def existing(self, sid: uuid.UUID) -> ConversationId:
+        """The session's conversation, for reading it whole (its export); SessionNotFound
+        when there is none or it has expired."""
+        cid = ConversationId.api(sid)
+        if self._stale(meta := await self.repository.get_meta(cid)) or not meta.state.session:
+            raise SessionNotFound("no such session")
+        return cid
+
     def _storage_up(self) -> bool:
         return self.health.available
 

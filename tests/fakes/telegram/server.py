@@ -16,6 +16,7 @@ from aiohttp import web
 from tests.fakes.server import LocalServer
 from tests.fakes.telegram.chats import Chats
 from tests.fakes.telegram.ephemeral import Ephemeral
+from tests.fakes.telegram.documents import Documents
 from tests.fakes.telegram.faults import Faults
 from tests.fakes.telegram.files import FileError, FileStore
 from tests.fakes.telegram.guest import Guest
@@ -43,7 +44,16 @@ _Method = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
 class FakeTelegram(
-    Updates, MediaUpdates, Faults, Ephemeral, Guest, Polling, Sending, Chats, LocalServer
+    Updates,
+    MediaUpdates,
+    Faults,
+    Ephemeral,
+    Guest,
+    Polling,
+    Sending,
+    Documents,
+    Chats,
+    LocalServer,
 ):
     """Fake Bot API server. ``async with FakeTelegram(token=...) as tg:`` starts and stops it."""
 
@@ -103,6 +113,7 @@ class FakeTelegram(
         self._callback_ids = itertools.count(1)
         # Files: bytes registered by tests (add_file), served by getFile and /file/bot<token>/.
         self.files = FileStore()
+        self._init_documents()  # every document the bot uploaded (sendDocument)
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -271,6 +282,7 @@ class FakeTelegram(
             ("sendMessage", self._send_message),
             ("sendChatAction", self._send_chat_action),
             ("sendMessageDraft", self._send_message_draft),
+            ("sendDocument", self._send_document),
             ("getChatAdministrators", self._get_chat_administrators),
             ("getFile", self._get_file),
             ("answerCallbackQuery", self._answer_callback_query),

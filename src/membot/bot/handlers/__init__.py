@@ -9,6 +9,7 @@ from membot.bot.handlers import (
     consult,
     edits,
     errors,
+    export,
     files,
     forget,
     guest,
@@ -24,6 +25,7 @@ def build_routers() -> list[Router]:
     return [
         commands.build_router(),
         memory.build_router(),
+        export.build_router(),
         consult.build_router(),
         chat_settings.build_router(),
         tasks.build_router(),

@@ -166,6 +166,14 @@ class Texts:
     IMPORT_TOO_MANY: str  # {count}, {limit}
     IMPORT_ADMINS_ONLY: str
 
+    # /export (and /memory's Export button): the chat's memory as ZIP documents.
+    EXPORT_STARTED: str
+    EXPORT_RUNNING: str
+    EXPORT_ADMINS_ONLY: str
+    EXPORT_CAPTION: str  # {date}, {messages}, {files}
+    EXPORT_PART: str  # {part}, {parts}: after EXPORT_CAPTION when there are several
+    EXPORT_FAILED: str
+
     # A user outside ALLOWED_USER_IDS (in their Telegram app's language).
     NOT_ALLOWED: str
 

@@ -17,6 +17,7 @@ EN = Texts(
         "/cancel - end the consultation without an answer\n"
         "/summary - what I remember of our earlier conversation\n"
         "/memory - what I keep of this chat (facts, summary): see it, delete a fact\n"
+        "/export - this chat's whole memory as a ZIP\n"
         "/language [code] - the language of this chat: see it, or set it (e.g. /language ru)\n"
         "/model [id] - this chat's model: see it, or choose another\n"
         "/persona [text | reset] - this chat's own instructions for me\n"
@@ -248,6 +249,18 @@ EN = Texts(
         "was imported."
     ),
     IMPORT_ADMINS_ONLY="Only the group's administrators can import into this chat.",
+    EXPORT_STARTED=(
+        "Preparing this chat's memory as a ZIP: the conversation, the summary, the facts, "
+        "the tasks and the files. It comes here as a document."
+    ),
+    EXPORT_RUNNING="This chat's export is already being prepared: it comes here as a document.",
+    EXPORT_ADMINS_ONLY="Only the group's administrators can export this chat's memory.",
+    EXPORT_CAPTION="This chat's memory up to {date}: {messages} messages, {files} files.",
+    EXPORT_PART=(
+        " Part {part} of {parts}: each part is a ZIP of its own, and messages.jsonl and "
+        "conversation.md go on from one part to the next."
+    ),
+    EXPORT_FAILED="I couldn't prepare the export just now. Try /export again later.",
     NOT_ALLOWED="Sorry, this bot is private.",
     GUEST_NO_CHAT=(
         "I answer here from what you told me in our private chat, and we have none yet: "
@@ -263,6 +276,7 @@ EN = Texts(
         ("cancel", "End the consultation without an answer"),
         ("summary", "What I remember of our earlier chat"),
         ("memory", "What I remember: see and correct it"),
+        ("export", "This chat's memory as a ZIP"),
         ("language", "The language of this chat"),
         ("model", "The model this chat uses"),
         ("persona", "This chat's own instructions for me"),

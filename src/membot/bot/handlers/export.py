@@ -1,0 +1,69 @@
+"""/export, and the Export button under /memory (callback data `memory:export`): the chat's
+whole memory sent as ZIP documents (bot/exports.py, membot.export). In a private chat the
+user exports; in a group a chat administrator or ADMIN_USER_IDS (the allowlist is checked
+before, by the middleware)."""
+
+from __future__ import annotations
+
+from aiogram import Bot, F, Router
+from aiogram.filters import Command
+from aiogram.types import CallbackQuery, Message
+
+from membot.bot import texts
+from membot.bot.exports import ChatExports
+from membot.bot.filters import Inline
+from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.render import topic_of
+from membot.ids import ConversationId
+
+EXPORT_BUTTON = "memory:export"
+
+
+def build_router() -> Router:
+    router = Router(name="export")
+    router.message.register(export, Command("export"))
+    router.callback_query.register(export_pressed, Inline(F.data == EXPORT_BUTTON))
+    return router
+
+
+async def export(
+    message: Message,
+    bot: Bot,
+    cid: ConversationId,
+    words: texts.Texts,
+    admins: ChatAdmins,
+    chat_exports: ChatExports,
+) -> None:
+    user = message.from_user
+    if not await admins.may_change(bot, message.chat, user.id if user else None):
+        await message.answer(words.EXPORT_ADMINS_ONLY)
+        return
+    if chat_exports.running(cid):
+        await message.answer(words.EXPORT_RUNNING)
+        return
+    cut = await chat_exports.cut(cid)
+    await message.answer(words.EXPORT_STARTED)
+    chat_exports.start(bot, cut, topic_of(message), words)
+
+
+async def export_pressed(
+    query: CallbackQuery,
+    bot: Bot,
+    cid: ConversationId,
+    words: texts.Texts,
+    admins: ChatAdmins,
+    chat_exports: ChatExports,
+) -> None:
+    message = query.message
+    if not isinstance(message, Message):  # too old for the bot to see
+        await query.answer()
+        return
+    if not await admins.may_change(bot, message.chat, query.from_user.id):
+        await query.answer(words.EXPORT_ADMINS_ONLY, show_alert=True)
+        return
+    if chat_exports.running(cid):
+        await query.answer(words.EXPORT_RUNNING)
+        return
+    cut = await chat_exports.cut(cid)
+    await query.answer(words.EXPORT_STARTED)
+    chat_exports.start(bot, cut, topic_of(message), words)
