@@ -15,8 +15,8 @@ from aiohttp import web
 
 from tests.fakes.server import LocalServer
 from tests.fakes.telegram.chats import Chats
-from tests.fakes.telegram.ephemeral import Ephemeral
 from tests.fakes.telegram.documents import Documents
+from tests.fakes.telegram.ephemeral import Ephemeral
 from tests.fakes.telegram.faults import Faults
 from tests.fakes.telegram.files import FileError, FileStore
 from tests.fakes.telegram.guest import Guest
