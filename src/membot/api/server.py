@@ -192,7 +192,7 @@ class ApiServer:
         return response.model_dump(mode="json")
 
     async def _export(self, request: web.Request) -> web.StreamResponse:
-        if not self._authorized(request):
+        if not self._tokens.authorized(request):
             raise ApiError(ErrorCode.UNAUTHORIZED)
         sid = session_of(request)
         request[_SESSION] = str(sid)
