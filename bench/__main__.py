@@ -43,6 +43,7 @@ SECTIONS = (
     "forget",
     "v1",
     "imports",
+    "export",
 )
 
 Section = Callable[[bool], Coroutine[Any, Any, tuple[list[Row], dict[str, Any]]]]
