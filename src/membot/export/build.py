@@ -126,6 +126,8 @@ async def build(repository: ChatRepository, cut: Cut, out: PartedZip) -> Built:
             async for message in messages:
                 if message.seq > cut.upto:
                     break
+                if message.forgotten:  # /forget's tombstone: nothing of it leaves
+                    continue
                 batch.append(message)
                 if len(batch) >= BATCH:
                     await asyncio.to_thread(_write_batch, out, side, cut, batch)

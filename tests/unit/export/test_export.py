@@ -107,6 +107,8 @@ async def test_an_export_is_what_was_stored(repository: ChatRepository, tmp_path
     tasks = InMemoryTaskStore()
     task = Task(new_task_id(), CHAT.chat_id, "water the plants", T0 + timedelta(days=9), "UTC")
     await tasks.add(task, 10)
+    # A forgotten message (/forget's tombstone, as the archive keeps it) is not exported.
+    await repository.append(CHAT, [Message(role="user", content="secret").tombstone()])
     exports = Exports(repository, tasks, tmp_path / "data", default_zone="Europe/Lisbon")
     cut = await exports.cut(CHAT)
     await repository.append(CHAT, [Message(role="user", content="after the cut")])
@@ -117,8 +119,13 @@ async def test_an_export_is_what_was_stored(repository: ChatRepository, tmp_path
     assert not part.exists()
     assert built.messages == 61 and built.files == len(files) and built.missing_files == 0
 
-    stored = [m.to_json() async for m in repository.iter_messages(CHAT) if m.seq <= cut.upto]
+    stored = [
+        m.to_json()
+        async for m in repository.iter_messages(CHAT)
+        if m.seq <= cut.upto and not m.forgotten
+    ]
     assert entries["messages.jsonl"].decode().splitlines() == stored
+    assert '"forgotten"' not in entries["messages.jsonl"].decode()
     transcript = entries["conversation.md"].decode()
     assert "**Alice** · 2026-03-01 09:01" in transcript  # Lisbon is UTC in March
     assert "**Boris** · 2026-03-01 09:00" in transcript and "**membot** ·" in transcript
