@@ -238,3 +238,18 @@ async def test_the_memory_screens_forget_button_says_how(
     await say(tg, CHAT, "hello")
     await press(tg, CHAT, "memory:forget")
     await tg.wait_until(lambda: tg.messages_to(CHAT)[-1].text == EN.HOW, what="how to forget")
+
+
+async def test_a_confirmation_past_telegrams_time_for_the_press_still_replaces_the_list(
+    tg: FakeTelegram, start_bot: StartBot
+) -> None:
+    # Telegram takes a button's answer for about 15 s; erasing a long chat and building its
+    # index again may take longer. The list, which quotes the words, is replaced all the same.
+    await start_bot()
+    await say(tg, CHAT, f"my password is {SECRET}")
+    await say(tg, CHAT, f"/forget {SECRET}")
+    (_, yes_data), _ = buttons(tg, CHAT)
+    tg.callback_answers_too_old = True
+    tg.push_callback(CHAT, tg.messages_to(CHAT)[-1].message_id, yes_data)
+    await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
+    assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)

@@ -48,7 +48,7 @@ class Chats:
         return members
 
     async def _answer_callback_query(self, params: dict[str, Any]) -> bool:
-        if not params.get("callback_query_id"):
+        if not params.get("callback_query_id") or self.callback_answers_too_old:
             raise ApiError(400, "Bad Request: query is too old or query ID is invalid")
         self.callback_answers.append(params)
         return True

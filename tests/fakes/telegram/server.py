@@ -108,6 +108,8 @@ class FakeTelegram(
         self._init_guest()
         # Buttons: answers to callback queries, message edits, and each group's administrators.
         self.callback_answers: list[dict[str, Any]] = []
+        # Set: every answerCallbackQuery is refused as too old (Telegram's ~15 s limit).
+        self.callback_answers_too_old = False
         self.edits: list[dict[str, Any]] = []
         self._admins: dict[int, list[int]] = {}
         self._callback_ids = itertools.count(1)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 
 from aiogram import Bot, F, Router
+from aiogram.exceptions import TelegramBadRequest
 from aiogram.filters import Command, CommandObject
 from aiogram.types import CallbackQuery, Message
 
@@ -104,13 +105,22 @@ async def pressed(
                     await stack.enter_async_context(service.ordered(request.cid))
                 count, facts = await forgetting.confirm(request)
         except StorageUnavailable:
-            await query.answer(words.UNAVAILABLE, show_alert=True)
+            await _answer(query, words.UNAVAILABLE)
             return
         log.info("%s: user %s had %d message(s) forgotten", request.cid, request.user_id, count)
         done = words.DONE.format(messages=count, facts=facts)
-    await query.answer()
+    await _answer(query)
     # The list goes with the buttons: it quoted what was to be forgotten.
     await edit_personal(bot, message, done)
+
+
+async def _answer(query: CallbackQuery, alert: str | None = None) -> None:
+    """Answer the press, if Telegram still takes it: it does for about 15 s, and erasing a
+    long chat (its index built again) may take longer; what was done is shown all the same."""
+    try:
+        await query.answer(alert, show_alert=alert is not None)
+    except TelegramBadRequest as exc:
+        log.debug("a press answered too late: %s", exc.message)
 
 
 async def how(query: CallbackQuery, state: ConversationState) -> None:
