@@ -145,3 +145,28 @@ async def test_a_fact_corrected_in_words_corrects_the_summary_too(
     prompt = system_prompt(llm.chat_requests[-1])
     assert "- Ann lives in Lisbon" in prompt and "Ann lives in Lisbon and likes tea." in prompt
     assert "Porto" not in prompt
+
+
+async def test_a_fact_deleted_with_its_button_corrects_the_summary_too(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    # Deleted with 🗑, a fact the summary repeats would still reach every prompt through it.
+    repo = FileRepository(data_dir)
+    cid = ConversationId.telegram(CHAT)
+    await repo.append(cid, [Message("user", "I live in Porto"), Message("assistant", "Nice!")])
+    meta = await repo.get_meta(cid)
+    await repo.save_summary(cid, "Ann lives in Porto and likes tea.", 1, 2, meta.generation)
+    await repo.add_fact(cid, "Ann lives in Porto", 100)
+    await repo.close()
+
+    await start_bot(**QUIET)
+    llm.script(Reply(content="Ann likes tea."))  # the summary, corrected
+    listing, _ = await show(tg, CHAT, 2)
+    tg.push_callback(CHAT, listing.message_id, buttons(listing.params)[0])
+    await llm.wait_until(lambda: len(llm.summary_requests) == 1, 30, what="the correction")
+    assert "Ann lives in Porto" in json.dumps(llm.summary_requests[0])  # as no longer true
+    summary_file = data_dir / str(CHAT) / "summary.txt"
+    await until(
+        lambda: summary_file.read_text() == "Ann likes tea.", what="the summary", timeout=30
+    )
+    assert facts_on_disk(data_dir, CHAT) == []

@@ -32,6 +32,7 @@ from membot.bot.handlers.commands import consultation_note
 from membot.bot.handlers.tasks import cut
 from membot.bot.personal import Piece, answer_personal, edit_personal, pieces
 from membot.bot.render import TELEGRAM_LIMIT
+from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.contract.repository import ChatRepository
 from membot.memory.contract.state import ConversationState
@@ -155,6 +156,7 @@ async def delete_pressed(
     words: texts.Texts,
     repository: ChatRepository,
     admins: ChatAdmins,
+    service: ConversationService,
 ) -> None:
     message = query.message
     if not isinstance(message, Message):  # too old for the bot to see or edit
@@ -170,6 +172,10 @@ async def delete_pressed(
         await query.answer(words.FACT_CHANGED, show_alert=True)
     else:
         log.info("chat %s: a fact deleted by user %s", cid.chat_id, query.from_user.id)
+        # The summary may say it too: rewritten in the background to agree, as after the
+        # model's `forget` (core/agent.py), so the fact is in no later prompt at all.
+        agent = service.agent
+        agent.tasks.spawn(("summary", cid), agent.summarizer.maybe_summarize(cid, removed))
         await query.answer(words.FACT_DELETED.format(fact=cut(removed[0], ALERT_TEXT)))
     text, markup = shown_after(words, message, await repository.get_facts(cid))
     await edit_personal(bot, message, text, markup, presser=query.from_user.id)
