@@ -80,6 +80,10 @@ def said(message: Message, documents: Sequence[str] = ()) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def _text(message: Message, documents: Sequence[bytes]) -> str:
+    return said(message, [d.decode("utf-8", errors="replace") for d in documents])
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     """What a request would forget: every message's seq, the ones to show (the user's and
@@ -126,12 +130,13 @@ class Forgetting:
             return Found()
         seqs: list[int] = []
         shown: list[Message] = []
-        batch: list[tuple[Message, str]] = []
+        batch: list[tuple[Message, list[bytes]]] = []
         owner: int | None = None
         calls: set[str] = set()  # the ids of matched tool calls: their results go too
 
         async def match() -> None:
-            hits = await asyncio.to_thread(lambda: [wanted.held_by(t) for _, t in batch])
+            # Off the loop: a document's text is decoded and every text matched there.
+            hits = await asyncio.to_thread(lambda: [wanted.held_by(_text(m, d)) for m, d in batch])
             for (message, _), hit in zip(batch, hits, strict=True):
                 if hit or (message.role == "tool" and message.tool_call_id in calls):
                     seqs.append(message.seq)
@@ -145,20 +150,20 @@ class Forgetting:
                 owner = message.user_id
             if message.forgotten or (member is not None and owner != member):
                 continue
-            batch.append((message, said(message, await self._documents(cid, message))))
+            batch.append((message, await self._documents(cid, message)))
             if len(batch) >= _BATCH and message.role != "tool":
                 await match()
         await match()
         facts = [f for f in await self.repository.get_facts(cid) if wanted.held_by(f)]
         return Found(tuple(seqs), tuple(shown), tuple(facts))
 
-    async def _documents(self, cid: ConversationId, message: Message) -> list[str]:
+    async def _documents(self, cid: ConversationId, message: Message) -> list[bytes]:
         found = []
         for attachment in message.attachments:
             if attachment.kind == "document" and attachment.file:
                 data = await self.repository.get_file(cid, attachment.file)
                 if data is not None:
-                    found.append(data.decode("utf-8", errors="replace"))
+                    found.append(data)
         return found
 
     def ask(
