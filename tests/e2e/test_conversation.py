@@ -68,6 +68,7 @@ async def test_answers_a_message_and_remembers_it(
         "cancel",
         "summary",
         "memory",
+        "export",
         "language",
         "model",
         "persona",

@@ -317,7 +317,10 @@ async def test_a_stdio_server_that_dies_mid_call_is_started_again(
 
 # ---- who is offered what ----------------------------------------------------------------
 
-BUILTINS = "search_history, remember, forget, current_datetime, calculate, start_consultation"
+BUILTINS = (
+    "search_history, remember, forget, forget_messages, current_datetime, calculate, "
+    "start_consultation"
+)
 TASKS = "schedule_task, list_tasks, cancel_task, set_timezone"
 
 
