@@ -23,6 +23,7 @@ from tests.conftest import StartBot
 from tests.e2e.test_redis_e2e import on_redis
 from tests.e2e.test_tools import native_call
 from tests.fakes import FakeLLM, FakeTelegram, Reply, SentMessage
+from tests.redis_keys import stored_values
 
 CHAT = 7007
 GROUP = -7100
@@ -73,21 +74,7 @@ async def everything_stored(data_dir: Path, redis: RedisRepository | None) -> st
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # the bot's own moves
             found.append(path.read_bytes().decode("utf-8", "replace"))
     if redis is not None:
-        client = redis.client
-        async for key in client.scan_iter(match=f"{redis.prefix}*"):
-            kind = await client.type(key)
-            if kind == "string":
-                found.append(str(await client.get(key)))
-            elif kind == "zset":
-                found += await client.zrange(key, 0, -1)
-            elif kind == "list":
-                found += await client.lrange(key, 0, -1)
-            elif kind == "hash":
-                found += [f"{k}={v}" for k, v in (await client.hgetall(key)).items()]
-            elif kind == "set":
-                found += await client.smembers(key)
-            elif kind == "stream":
-                found += [json.dumps(e) for e in await client.xrange(key)]
+        found += await stored_values(redis.client, redis.prefix)
     return "\n".join(found)
 
 

@@ -14,6 +14,7 @@ from membot.memory.contract.delivery import Delivery
 from membot.memory.contract.models import Source
 from membot.memory.outage import ResilientRepository
 from membot.memory.redis import RedisRepository
+from tests.redis_keys import stored_values
 from tests.unit.memory import test_contract
 from tests.unit.memory.test_contract import ONE, summarize, tg
 
@@ -30,20 +31,7 @@ async def stored_text(repo: ChatRepository, tmp_path: Path) -> str:
     inner = repo.inner if isinstance(repo, ResilientRepository) else repo
     if not isinstance(inner, RedisRepository):
         return repr(vars(inner))  # the memory backend: its records, files' bytes included
-    client, found = inner.client, []
-    async for key in client.scan_iter(match=f"{inner.prefix}*"):
-        kind = await client.type(key)
-        if kind == "string":
-            found.append(str(await client.get(key)))
-        elif kind == "zset":
-            found += await client.zrange(key, 0, -1)
-        elif kind == "list":
-            found += await client.lrange(key, 0, -1)
-        elif kind == "hash":
-            found += [f"{k}={v}" for k, v in (await client.hgetall(key)).items()]
-        elif kind == "set":
-            found += await client.smembers(key)
-    return "\n".join(found)
+    return "\n".join(await stored_values(inner.client, inner.prefix))
 
 
 async def a_chat(repo: ChatRepository) -> str:
