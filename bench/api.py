@@ -14,10 +14,10 @@ at the client.
 from __future__ import annotations
 
 import asyncio
-import socket
+import contextlib
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,21 +26,12 @@ from aiohttp import web
 from openai import AsyncOpenAI, DefaultAioHttpClient
 from tests.fakes import FakeLLM
 
-from bench.core import API_KEY, MODEL, Row, RunStats, median, row
-from membot.api.server import ApiServer
-from membot.config import load_settings
-from membot.wiring import build_core
+from bench.core import API_KEY, MODEL, Row, RunStats, api_server, free_port, median, row
 
 BENCH = "api"
 SESSIONS = 50
 ROUNDS = 4
 API_TOKEN = "bench-api-token-0123456789"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Relay:
@@ -102,37 +93,14 @@ async def _load(url: str, sessions: int, rounds: int, tag: str) -> RunStats:
     return RunStats(messages=sessions * rounds, wall=wall, latencies=latencies)
 
 
-async def _membot(llm: FakeLLM, data_dir: Path) -> tuple[str, Callable[[], Awaitable[None]]]:
-    port = _free_port()
-    settings = load_settings(
-        _env_file=None,
-        telegram=False,
-        api=True,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model=MODEL,
-        data_dir=data_dir,
-        api_port=port,
-        api_tokens=API_TOKEN,
-        max_rounds=ROUNDS,
-        log_level="WARNING",
-    )
-    core = build_core(settings)
-    server = ApiServer(settings, core)
-    await server.start()
-
-    async def close() -> None:
-        await server.stop_accepting()
-        await server.close()
-        await core.aclose()
-
-    return f"http://127.0.0.1:{port}/api/chat", close
-
-
-async def _relay(llm: FakeLLM) -> tuple[str, Callable[[], Awaitable[None]]]:
-    relay = Relay(llm.base_url, _free_port())
+@contextlib.asynccontextmanager
+async def _relay(llm: FakeLLM) -> AsyncIterator[str]:
+    relay = Relay(llm.base_url, free_port())
     await relay.start()
-    return f"http://127.0.0.1:{relay.port}/api/chat", relay.close
+    try:
+        yield f"http://127.0.0.1:{relay.port}"
+    finally:
+        await relay.close()
 
 
 async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
@@ -144,14 +112,14 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
             order = ("relay", "membot") if i % 2 == 0 else ("membot", "relay")
             for who in order:
                 with tempfile.TemporaryDirectory(prefix="membot-bench-api-") as tmp:
-                    if who == "membot":
-                        url, close = await _membot(llm, Path(tmp) / "data")
-                    else:
-                        url, close = await _relay(llm)
-                    try:
-                        stats = await _load(url, sessions, ROUNDS, f"{who}{i}")
-                    finally:
-                        await close()
+                    data = Path(tmp) / "data"
+                    server = (
+                        api_server(llm, data, token=API_TOKEN, max_rounds=ROUNDS)
+                        if who == "membot"
+                        else _relay(llm)
+                    )
+                    async with server as base:
+                        stats = await _load(f"{base}/api/chat", sessions, ROUNDS, f"{who}{i}")
                 runs[who].append(stats.to_dict())
 
     def med(who: str, key: str) -> float:

@@ -20,6 +20,7 @@ import math
 import operator
 import os
 import re
+import socket
 import sys
 import time
 import uuid
@@ -33,9 +34,11 @@ from tests.fakes import FakeLLM, FakeTelegram, SentMessage
 from tests.fakes.process import membot_env
 
 from bench.report import format_number, table
+from membot.api.server import ApiServer
 from membot.config import Settings, load_settings
 from membot.core.summarizer import INSTRUCTIONS
 from membot.roles.process import Process
+from membot.wiring import build_core
 
 TOKEN = "4242:BENCH-TOKEN"
 API_KEY = "sk-bench-key"
@@ -361,6 +364,44 @@ def make_durable_floor(tg: FakeTelegram, llm: FakeLLM, data_dir: Path) -> BotApp
         llm_base_url=llm.base_url,
         model=MODEL,
     )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def api_server(
+    llm: FakeLLM, data_dir: Path, *, token: str, max_rounds: int
+) -> AsyncIterator[str]:
+    """membot's HTTP API alone (`ApiServer` over `build_core`, as `membot api` runs it) in the
+    bench's process, on a free port, pointed at ``llm``; yields its base URL, and stops it as
+    `membot api` does (no new requests, then the server, then the core)."""
+    port = free_port()
+    settings = load_settings(
+        _env_file=None,
+        telegram=False,
+        api=True,
+        openrouter_api_key=API_KEY,
+        openrouter_base_url=llm.base_url,
+        openrouter_model=MODEL,
+        data_dir=data_dir,
+        api_port=port,
+        api_tokens=token,
+        max_rounds=max_rounds,
+        log_level="WARNING",
+    )
+    core = build_core(settings)
+    server = ApiServer(settings, core)
+    await server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await server.stop_accepting()
+        await server.close()
+        await core.aclose()
 
 
 @contextlib.asynccontextmanager

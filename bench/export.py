@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import tempfile
 import time
 import uuid
@@ -27,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from bench.child import membot_child
-from bench.core import Row, fakes, peak_rss_mib, process_env, row
+from bench.core import Row, fakes, free_port, peak_rss_mib, process_env, row
 from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.memory import FileRepository, Message
@@ -65,12 +64,6 @@ async def fill(data_dir: Path, messages: int, files: int) -> str:
         await repo.append(cid, batch, state=state if start == 0 else None)
     await repo.close()
     return sid
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _status_mib(pid: int, key: str) -> float:

@@ -36,7 +36,7 @@ from tests.fakes import Reply, without_now
 from tests.fakes.process import spawn_membot
 
 from bench.child import cpu_seconds
-from bench.core import Row, TimedTelegram, fakes, percentile, process_env, row
+from bench.core import Row, TimedTelegram, fakes, free_port, percentile, process_env, row
 
 BENCH = "mcp"
 CHAT = 7001
@@ -79,9 +79,7 @@ def _listening(port: int) -> bool:
 
 @contextlib.asynccontextmanager
 async def _http_server() -> AsyncIterator[tuple[str, int]]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = free_port()
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "tests.fakes.mcp_servers", "--http", str(port)),
         cwd=ROOT,

@@ -16,7 +16,6 @@ one, over its chunks.
 from __future__ import annotations
 
 import asyncio
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from tests.fakes.process import membot_env
 
 from bench import stream_telegram
 from bench.child import Child, membot_child
-from bench.core import API_KEY, MODEL, Row, median, row
+from bench.core import API_KEY, MODEL, Row, free_port, median, row
 from bench.stream_model import CASES, WARM_UP, Case, responder
 
 BENCH = "stream"
@@ -38,12 +37,6 @@ ROUNDS = 4  # of each, streamed and plain
 TARGET_FIRST = 1.0
 # membot's CPU for a streamed answer against the same answer plain.
 TARGET_RATIO = 2.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _one(http: aiohttp.ClientSession, url: str, text: str, stream: bool) -> dict[str, float]:
@@ -99,7 +92,7 @@ async def _api(quick: bool) -> tuple[list[Row], dict[str, Any]]:
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
     async with FakeLLM(api_key=API_KEY) as llm:
         with tempfile.TemporaryDirectory(prefix="membot-bench-stream-") as tmp:
-            port = _free_port()
+            port = free_port()
             env = membot_env(
                 openrouter_api_key=API_KEY,
                 openrouter_base_url=llm.base_url,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import cpu_seconds
+from bench.core import free_port
 from membot.clock import utc_now
 from membot.schedule.models import Task
 
@@ -133,13 +133,6 @@ class RedisServer:
         return cpu_seconds(self.pid)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextlib.asynccontextmanager
 async def private_redis() -> AsyncIterator[RedisServer | None]:
     """A redis-server of the bench's own on a free port (no persistence, nothing else on it),
@@ -152,7 +145,7 @@ async def private_redis() -> AsyncIterator[RedisServer | None]:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="membot-bench-redis-") as tmp:
-        port = _free_port()
+        port = free_port()
         proc = await asyncio.create_subprocess_exec(
             exe,
             "--port",

@@ -19,11 +19,8 @@ mean over the last 20 answers against the mean over answers 21-40 (after the fir
 from __future__ import annotations
 
 import asyncio
-import socket
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +28,7 @@ import aiohttp
 from tests.fakes import FakeLLM
 from tests.fakes.openai_server import rendered_prompt
 
-from bench.core import API_KEY, MODEL, SUMMARIZER_MARKER, Row, RunStats, median, row
-from membot.api.server import ApiServer
-from membot.config import load_settings
-from membot.wiring import build_core
+from bench.core import API_KEY, SUMMARIZER_MARKER, Row, RunStats, api_server, median, row
 
 BENCH = "v1"
 USERS = 50
@@ -44,39 +38,6 @@ API_TOKEN = "bench-api-token-0123456789"
 AUTH = {"Authorization": f"Bearer {API_TOKEN}"}
 FLAT_TARGET = 1.2
 RATIO_TARGET = 0.9
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@asynccontextmanager
-async def _server(llm: FakeLLM, data_dir: Path, max_rounds: int) -> AsyncIterator[str]:
-    port = _free_port()
-    settings = load_settings(
-        _env_file=None,
-        telegram=False,
-        api=True,
-        openrouter_api_key=API_KEY,
-        openrouter_base_url=llm.base_url,
-        openrouter_model=MODEL,
-        data_dir=data_dir,
-        api_port=port,
-        api_tokens=API_TOKEN,
-        max_rounds=max_rounds,
-        log_level="WARNING",
-    )
-    core = build_core(settings)
-    server = ApiServer(settings, core)
-    await server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await server.stop_accepting()
-        await server.close()
-        await core.aclose()
 
 
 def _message(user: int, k: int) -> str:
@@ -121,7 +82,7 @@ async def _v1_user(http: aiohttp.ClientSession, base: str, n: int, rounds: int) 
 async def _load(llm: FakeLLM, who: str, users: int) -> RunStats:
     user = _v1_user if who == "v1" else _api_user
     with tempfile.TemporaryDirectory(prefix="membot-bench-v1-") as tmp:
-        async with _server(llm, Path(tmp) / "data", ROUNDS) as base:
+        async with api_server(llm, Path(tmp) / "data", token=API_TOKEN, max_rounds=ROUNDS) as base:
             connector = aiohttp.TCPConnector(limit=users)
             async with aiohttp.ClientSession(connector=connector, headers=AUTH) as http:
                 started = time.perf_counter()
@@ -136,7 +97,7 @@ async def _history(llm: FakeLLM, turns: int) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {"v1": [], "api": [], "v1_body": []}
     with tempfile.TemporaryDirectory(prefix="membot-bench-v1-history-") as tmp:
         async with (
-            _server(llm, Path(tmp) / "data", turns) as base,
+            api_server(llm, Path(tmp) / "data", token=API_TOKEN, max_rounds=turns) as base,
             aiohttp.ClientSession(headers=AUTH) as http,
         ):
             history: list[dict[str, Any]] = []
