@@ -12,6 +12,7 @@
     ├── Busy                        what the call needs is held by someone else: try again soon
     │   ├── ConversationBusy        another turn holds the conversation, in this process or
     │   │                           another (an API session's: 409)
+    │   ├── Stale                   an export's conversation was forgotten from meanwhile
     │   ├── DraftSkipped            a draft not sent: the sending budget has none to spare
     │   └── SourceConflict          another process polls this bot (Telegram's 409)
     ├── Unavailable                 a server membot needs cannot be reached now

@@ -3,23 +3,28 @@ erased once the one who asked confirms, and then looked for everywhere (the arch
 search, the summary, the facts, the next prompt, every file under DATA_DIR, every Redis key
 of the test); the next turn goes on. In a group a member cannot forget another's messages,
 nor see another's request (an ephemeral message, else a private one). The model's
-forget_messages asks the same way."""
+forget_messages asks the same way. An export on its way when the user confirms is made again
+without the words, and what exports of the chat left in DATA_DIR/.exports is deleted."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from membot.bot import texts
 from membot.bot.texts import forget as forget_texts
 from membot.ids import ConversationId
 from membot.memory import ChatRepository, FileRepository
 from membot.memory.redis import RedisRepository
 from membot.search import HistorySearch
 from tests.conftest import StartBot
+from tests.e2e.processes import until
 from tests.e2e.test_redis_e2e import on_redis
 from tests.e2e.test_tools import native_call
 from tests.fakes import FakeLLM, FakeTelegram, Reply, SentMessage
@@ -240,3 +245,47 @@ async def test_a_confirmation_past_telegrams_time_for_the_press_still_replaces_t
     tg.push_callback(CHAT, tg.messages_to(CHAT)[-1].message_id, yes_data)
     await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
     assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)
+
+
+def zip_text(data: bytes) -> str:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return "\n".join(zf.read(n).decode("utf-8", "replace") for n in zf.namelist())
+
+
+@pytest.mark.parametrize("backend", ["files", "redis"])
+async def test_forget_stops_an_export_being_sent_and_deletes_the_chats_leftovers(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    data_dir: Path,
+    redis_repo: RedisRepository,
+    backend: str,
+) -> None:
+    await start_bot(**(on_redis(redis_repo) if backend == "redis" else {}))
+    await say(tg, CHAT, f"my password is {SECRET}")
+    await say(tg, CHAT, "the weather is fine")
+    # ZIPs a killed process left, fresh (the daily sweep would keep them): this chat's, and
+    # other chats' (one whose id starts with this one's).
+    exports = data_dir / ".exports"
+    exports.mkdir(mode=0o700, exist_ok=True)
+    for name in (f"tg-{CHAT}-0123abcd.zip", f"tg-{CHAT}-side-4567.md"):
+        (exports / name).write_text(f"left by a crash: {SECRET}")
+    others = [exports / f"tg-{CHAT}1-89ab.zip", exports / "tg-7008-cdef.zip"]
+    for path in others:
+        path.write_text(f"another chat's: {SECRET}")
+    # An export on its way to Telegram when the user erases the words.
+    tg.hold_uploads()
+    assert await say(tg, CHAT, "/export") == texts.EN.EXPORT_STARTED
+    await tg.wait_until(lambda: tg.uploads_waiting == 1, timeout=30, what="the upload")
+    await say(tg, CHAT, f"/forget {SECRET}")
+    await press(tg, CHAT, buttons(tg, CHAT)[0][1])
+    await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
+    assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)
+    tg.release_uploads()
+    await tg.wait_until(lambda: bool(tg.documents_to(CHAT)), timeout=30, what="the export")
+    # The upload under way was not completed; the export was made again, without the words.
+    assert tg.uploads_abandoned == 1
+    [document] = tg.documents_to(CHAT)
+    sent = zip_text(document.data)
+    assert "the weather is fine" in sent and SECRET not in sent
+    await until(lambda: sorted(exports.iterdir()) == sorted(others), what="only others' left")

@@ -102,6 +102,7 @@ class ApiServer:
             settings.storage.data_dir,
             default_zone=settings.tasks.timezone,
             clock=clock,
+            watch=core.export_watch,
         )
         self.app.router.add_get("/api/sessions/{sessionId}/export", self._export)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)

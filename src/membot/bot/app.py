@@ -132,6 +132,7 @@ class MembotApp:
                     settings.storage.data_dir,
                     default_zone=settings.tasks.timezone,
                     clock=core.clock,
+                    watch=core.export_watch,
                 ),
                 core.tasks,
                 telegram.export_part_mb * MIB,

@@ -83,9 +83,9 @@ class Agent:
         web_search: bool = False,
         mcp: McpTools | None = None,
         admins: frozenset[int] = frozenset(),
+        forgetting: Forgetting | None = None,
     ) -> None:
-        self.model = model
-        self.repository = repository
+        self.model, self.repository = model, repository
         self.prompts = prompts
         self.summarizer = summarizer
         # The window starts where the summary ends and only grows until the next summary
@@ -103,7 +103,7 @@ class Agent:
         self.search, self.search_budget = search, search_budget
         self.tasks = tasks if tasks is not None else TaskSupervisor()
         self.consult_rounds, self.max_rounds = consult_rounds, max_rounds
-        self.forgetting = Forgetting(repository, search, self.tasks)  # /forget's requests
+        self.forgetting = forgetting or Forgetting(repository, search, self.tasks)  # /forget
         # Tells a conversation's language from its first (long enough) user message.
         self.detect = detect
         # What a chat may have chosen (MODELS): a stored choice the operator has since taken

@@ -14,7 +14,9 @@ answering them (`member`); an administrator finds everyone's.
 
 A request waits for its confirmation here, in this process's memory only (no file, no key:
 it holds the words), for `PENDING_TTL`; confirming looks again, so what was said about the
-words since (the request to the model itself, its answer) goes too.
+words since (the request to the model itself, its answer) goes too. Confirming also stops
+the conversation's exports in progress and deletes its files in DATA_DIR/.exports
+(export/watch.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from membot.core.turn import Incoming
+from membot.export.watch import ExportWatch
 from membot.ids import TELEGRAM, ConversationId
 from membot.memory.contract.models import Message, sources_text
 from membot.memory.contract.repository import ChatRepository
@@ -120,6 +123,8 @@ class Forgetting:
     search: HistorySearch | None
     tasks: TaskSupervisor
     clock: Callable[[], float] = time.monotonic
+    # This process's exports in progress and DATA_DIR/.exports: none, in a core without them.
+    exports: ExportWatch | None = None
     _pending: OrderedDict[str, Request] = field(default_factory=OrderedDict)
 
     async def find(self, cid: ConversationId, words: str, member: int | None = None) -> Found:
@@ -218,6 +223,10 @@ class Forgetting:
         count = await self.repository.forget(cid, found.seqs, found.facts)
         if self.search is not None:
             await self.search.rebuild(cid)
+        if self.exports is not None:
+            # An export being made read what went: stopped (and made again), its files and
+            # any a killed process left deleted.
+            await self.exports.forgotten(cid)
         log.info("%s: forgot %d message(s) and %d fact(s)", cid, count, len(found.facts))
         return count, len(found.facts)
 

@@ -45,8 +45,9 @@ class Built:
 class _Side:
     """The transcript's blocks (length-prefixed) and the files' keys (a line each)."""
 
-    def __init__(self, directory: Path) -> None:
-        stem = directory / f"side-{uuid.uuid4().hex}"
+    def __init__(self, directory: Path, label: str) -> None:
+        # Named by the conversation, as the parts are: a /forget deletes them (export/watch.py).
+        stem = directory / f"{label}-side-{uuid.uuid4().hex}"
         self.paths = (stem.with_suffix(".md"), stem.with_suffix(".keys"))
         self.blocks: IO[bytes] = _private_file(self.paths[0], "w+b")
         self.keys: IO[bytes] = _private_file(self.paths[1], "w+b")
@@ -111,7 +112,7 @@ def _write_transcript(out: PartedZip, side: _Side, cut: Cut) -> None:
 async def build(repository: ChatRepository, cut: Cut, out: PartedZip) -> Built:
     """Write the cut's export into `out` and close it; its parts. On any failure (or a
     cancellation) nothing is left: every part and side file is removed."""
-    side = await asyncio.to_thread(_Side, out.directory)
+    side = await asyncio.to_thread(_Side, out.directory, out.stem)
     try:
         for name, text in (
             ("summary.md", summary_md(cut)),

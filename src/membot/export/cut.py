@@ -4,7 +4,8 @@ The archive is append-only, so "every message up to seq N" is fixed once N is re
 reads the last seq, the summary, the facts and the chat's tasks (quick reads, done while
 the caller may hold the chat's turn), and the export then streams the messages up to that
 seq and the files they refer to, however long that takes, beside the chat's next turns.
-A message a later turn appends is not in it; nor is one forgotten meanwhile."""
+A message a later turn appends is not in it. A /forget meanwhile makes the cut stale: the
+export is stopped and taken again (export/watch.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from membot.clock import Clock, utc_now
+from membot.export.watch import label_of
 from membot.ids import TELEGRAM, ConversationId
 from membot.memory.contract.repository import ChatRepository, StorageUnavailable
 from membot.schedule.models import Task
@@ -32,11 +34,14 @@ class Cut:
     taken: datetime
     # Files the conversation keeps that no message refers to (an API session's system prompt).
     extra_files: tuple[str, ...] = ()
+    # The conversation's life when the cut was taken: a /forget (or /reset) gives a new one,
+    # and an export of the old is not sent (export/watch.py).
+    generation: str = ""
 
     @property
     def label(self) -> str:
         """The conversation as a file name has it: `tg-123`, `api-<uuid>`."""
-        return f"{self.cid.namespace}-{self.cid.key}"
+        return label_of(self.cid)
 
 
 async def take_cut(
@@ -68,4 +73,5 @@ async def take_cut(
         zone=chat_zone(meta.state.timezone, default_zone),
         taken=clock(),
         extra_files=extra,
+        generation=meta.generation,
     )

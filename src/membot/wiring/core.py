@@ -15,6 +15,7 @@ from membot.core.agent import Agent
 from membot.core.importer import Importer
 from membot.core.service import ConversationService
 from membot.core.window import WindowPolicy
+from membot.export import ExportWatch
 from membot.llm.model import ChatModel
 from membot.memory.contract.repository import ChatRepository, CheckedAtStart
 from membot.private import exposed
@@ -68,6 +69,8 @@ class Core:
     mcp: McpTools | None = None
     # /import: other assistants' exports brought into a chat's memory.
     importer: Importer | None = None
+    # The exports being made in this process, which a /forget stops (export/watch.py).
+    export_watch: ExportWatch | None = None
 
     async def start(self) -> None:
         """Check the storage once before serving: front doors await this at start-up. Nothing
@@ -128,6 +131,7 @@ def build_core(
     model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
     tasks = TaskSupervisor()
     mcp = _build_mcp(settings)
+    export_watch = ExportWatch(settings.storage.data_dir)
     agent = build_agent(
         settings,
         model,
@@ -139,6 +143,7 @@ def build_core(
         task_store=task_store,
         clock=clock,
         mcp=mcp,
+        export_watch=export_watch,
     )
     service = ConversationService(
         agent,
@@ -165,6 +170,7 @@ def build_core(
         clock,
         mcp,
         importer=_build_importer(settings, repository, agent.search),
+        export_watch=export_watch,
     )
 
 

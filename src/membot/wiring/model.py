@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 from membot.clock import Clock, utc_now
 from membot.config import LlmSettings, Settings
 from membot.core.agent import Agent
+from membot.core.forget import Forgetting
 from membot.core.media import MediaReader
 from membot.core.prompt import PromptBuilder
 from membot.core.summarizer import Summarizer
 from membot.core.tools.book import TaskDesk
 from membot.core.tools.builtin import builtin
+from membot.export import ExportWatch
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ChatModel
 from membot.llm.tools import ToolExecutor, make_mode
@@ -61,6 +63,7 @@ def build_agent(
     task_store: TaskStore | None = None,
     clock: Clock = utc_now,
     mcp: McpTools | None = None,
+    export_watch: ExportWatch | None = None,
 ) -> Agent:
     from membot.redis.lease import summary_lease  # imported late: only where used
 
@@ -68,6 +71,9 @@ def build_agent(
     registry = builtin.subset(tools.enabled)
     # The MCP servers' tools go through the same executor (each with MCP_TOOL_TIMEOUT).
     executor = ToolExecutor(registry, timeout=tools.timeout) if registry or mcp else None
+    tasks = tasks if tasks is not None else TaskSupervisor()
+    # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
+    search = HistorySearch(repository, settings.storage.data_dir)
     return Agent(
         model=model,
         repository=repository,
@@ -86,8 +92,7 @@ def build_agent(
         tools=executor,
         tool_mode=make_mode(tools.mode),
         max_tool_steps=tools.max_iterations,
-        # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
-        search=HistorySearch(repository, settings.storage.data_dir),
+        search=search,
         search_budget=tools.search_budget_tokens,
         tasks=tasks,
         consult_rounds=conversation.consult_rounds,
@@ -104,4 +109,6 @@ def build_agent(
         mcp=mcp,
         # Offered the servers MCP_PUBLIC does not name (core/offers.py).
         admins=settings.limits.admin_user_ids,
+        # /forget: what it reaches besides the memory, the conversation's exports.
+        forgetting=Forgetting(repository, search, tasks, exports=export_watch),
     )

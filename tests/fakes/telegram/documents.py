@@ -3,10 +3,12 @@ with their bytes, refused past the Bot API's 50 MB. A mixin of FakeTelegram."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from aiohttp import web
 from aiohttp.web_request import FileField
 
 from tests.fakes.telegram.protocol import ApiError, chat_id_of, opt_int
@@ -28,6 +30,40 @@ class SentDocument:
 class Documents:
     def _init_documents(self) -> None:
         self.documents: list[SentDocument] = []
+        # hold_uploads(): each sendDocument waits here, as a slow upload, until released.
+        self._uploads_open: asyncio.Event | None = None
+        self.uploads_waiting = 0
+        self.uploads_abandoned = 0  # held uploads whose client hung up: never posted
+
+    def hold_uploads(self) -> None:
+        """Keep every sendDocument from here on in flight until `release_uploads`."""
+        self._uploads_open = asyncio.Event()
+
+    def release_uploads(self) -> None:
+        if self._uploads_open is not None:
+            self._uploads_open.set()
+        self._uploads_open = None
+
+    async def _held_upload(self, request: web.Request) -> bool:
+        """Wait while uploads are held; False when the client hung up meanwhile (the upload
+        never completed, so Telegram posts nothing)."""
+        gate = self._uploads_open
+        if gate is None:
+            return True
+        self.uploads_waiting += 1
+        self._notifier.notify()  # type: ignore[attr-defined]
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:  # the server cancels a handler whose client left
+            self.uploads_abandoned += 1
+            raise
+        finally:
+            self.uploads_waiting -= 1
+            self._notifier.notify()  # type: ignore[attr-defined]
+        if request.transport is None or request.transport.is_closing():
+            self.uploads_abandoned += 1
+            return False
+        return True
 
     def documents_to(self, chat_id: int) -> list[SentDocument]:
         return [d for d in self.documents if d.chat_id == chat_id]

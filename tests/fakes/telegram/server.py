@@ -212,6 +212,8 @@ class FakeTelegram(
         if request.match_info["token"] != self.token:
             return self._error_response(request, canonical, ApiError(401, "Unauthorized"))
         try:
+            if canonical == "sendDocument" and not await self._held_upload(request):
+                raise ApiError(400, "Bad Request: the upload was not completed")
             params = await self._read_params(request)
             fault = self._take_fault(canonical, params)
             if fault is not None:
