@@ -4,7 +4,8 @@ A real aiohttp HTTP server on 127.0.0.1: the bot reaches it only through configu
 (``OPENROUTER_BASE_URL`` = :attr:`FakeLLM.base_url`), so the official ``openai`` client's
 serialisation, timeouts, retries and error mapping are all exercised.
 
-Answers are deterministic by default ("ANSWER: <last user message>", "SUMMARY #n: ..."), can
+Answers are deterministic by default ("ANSWER: <last user message>", "SUMMARY #n: ...";
+`{"answer": "ANSWER: ..."}` for a request with a json_object ``response_format``), can
 be scripted per request (:class:`Reply`), and concurrency is observable (``in_flight``,
 ``max_in_flight``, ``gate``) without any sleeps: waiters use an asyncio.Condition.
 
@@ -367,7 +368,11 @@ class FakeLLM(MediaEndpoints, LocalServer):
         user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
         text = without_now(content_text(user.get("content"))) if user else ""
         sources = self.search_sources if offers_web_search(body) else None
-        return Reply(content=f"ANSWER: {text}", delay=self.latency, sources=sources)
+        answer = f"ANSWER: {text}"
+        form = body.get("response_format")
+        if isinstance(form, dict) and form.get("type") == "json_object":
+            answer = json.dumps({"answer": answer})  # what such a request asks for
+        return Reply(content=answer, delay=self.latency, sources=sources)
 
     # ---- waiting ---------------------------------------------------------------------------
 

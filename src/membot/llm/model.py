@@ -4,7 +4,7 @@ summarizer and the usage ledger need these words, not the openai client (llm/cli
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Protocol
@@ -55,7 +55,9 @@ class CallOptions:
     ``model`` overrides the client's model for this call. ``response_format`` goes on the
     wire verbatim. ``require_parameters`` asks OpenRouter to route only to providers that
     honour every parameter sent (otherwise they may silently drop ``response_format``).
-    ``web_search`` lets the model search the web on OpenRouter's side.
+    ``web_search`` lets the model search the web on OpenRouter's side. ``sampling`` are
+    OpenAI's sampling fields a client chose (temperature, top_p, seed, stop, ...), sent
+    verbatim beside the rest; they never replace a field set above.
     """
 
     model: str | None = None
@@ -63,6 +65,7 @@ class CallOptions:
     response_format: dict[str, Any] | None = None
     require_parameters: bool = False
     web_search: bool = False
+    sampling: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_tokens is not None and self.max_tokens < 1:

@@ -101,10 +101,13 @@ class OutputSpec:
     """What the completing answer must be: a JSON object, matching ``schema`` if given.
 
     Constructing it checks the schema (ValueError as in :func:`load_schema`) and builds its
-    validator once, so checking each reply is only the validation itself.
+    validator once, so checking each reply is only the validation itself. ``wire`` is a
+    ``response_format`` a client wrote itself (OpenAI's, on /v1): sent as it is, its name
+    and `strict` included, instead of the one made from ``schema``.
     """
 
     schema: dict[str, Any] | None = None
+    wire: dict[str, Any] | None = None
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +122,8 @@ class OutputSpec:
 
     def response_format(self) -> dict[str, Any]:
         """The request's ``response_format`` for this spec."""
+        if self.wire is not None:
+            return self.wire
         if self.schema is None:
             return {"type": "json_object"}
         # Not strict: OpenAI's strict mode accepts only a subset of JSON Schema (every

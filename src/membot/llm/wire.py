@@ -35,6 +35,7 @@ class WireRequest:
         opts = self.request.options
         # Cache breakpoints where the agent marked them, for the models that need them.
         body: dict[str, Any] = {
+            **opts.sampling,
             "model": self.model,
             "messages": for_wire(self.model, self.request.messages),
         }

@@ -69,6 +69,17 @@ async def test_options_reach_the_wire(llm: FakeLLM, model: OpenAIChatModel) -> N
     assert llm.requests[1]["model"] == "test/model"
 
 
+async def test_sampling_goes_verbatim_and_never_replaces_a_field(
+    llm: FakeLLM, model: OpenAIChatModel
+) -> None:
+    sampling = {"temperature": 0.3, "stop": ["END"], "model": "x/y", "max_tokens": 5}
+    options = CallOptions(max_tokens=64, sampling=sampling)
+    await model.complete(ModelRequest([user("hi")], options=options))
+    sent = llm.requests[0]
+    assert (sent["temperature"], sent["stop"]) == (0.3, ["END"])
+    assert (sent["model"], sent["max_tokens"]) == ("test/model", 64)
+
+
 async def test_web_search_joins_function_tools(llm: FakeLLM, model: OpenAIChatModel) -> None:
     options = CallOptions(web_search=True)
     await model.complete(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from aiohttp import web
 from membot.api.errors import ApiError, api_error, media_error
 from membot.api.stream import CLIENT_GONE
 from membot.api.v1.errors import V1Error, from_api_error, invalid, over_limit, unknown_model
+from membot.api.v1.fields import call_options, output_of
 from membot.api.v1.models import (
     DEFAULT_MODEL,
     MAX_USER,
@@ -44,7 +46,6 @@ from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnOptions, TurnResult
 from membot.errors import MembotError
 from membot.ids import ConversationId
-from membot.llm.model import CallOptions
 from membot.media.errors import MediaError
 from membot.usage import OverLimit, tallied
 
@@ -71,17 +72,29 @@ class V1Door:
         self.tokens = tokens
         self.options = options
         self.clock = clock
-        cards = [ModelCard(id=m) for m in (DEFAULT_MODEL, *options.listed)]
+        cards = [ModelCard(id=m) for m in dict.fromkeys((DEFAULT_MODEL, *options.listed))]
         self._models = ModelList(data=cards).model_dump(mode="json")
+        self._cards = {card.id: card.model_dump(mode="json") for card in cards}
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post("/v1/chat/completions", self.completions)
         router.add_get("/v1/models", self.models)
+        # `.+`: a model id has a slash (vendor/model), which OpenAI's client sends as %2F.
+        router.add_get("/v1/models/{model:.+}", self.model)
 
     async def models(self, request: web.Request) -> web.Response:
         if not self.tokens.authorized(request):
             raise _NOT_AUTHORIZED
         return json_response(200, self._models)
+
+    async def model(self, request: web.Request) -> web.Response:
+        """One of the listed models; 404 model_not_found for any other id."""
+        if not self.tokens.authorized(request):
+            raise _NOT_AUTHORIZED
+        card = self._cards.get(request.match_info["model"])
+        if card is None:
+            raise unknown_model(request.match_info["model"][:200], tuple(self._cards), None)
+        return json_response(200, card)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         token = self.tokens.bearer(request)
@@ -101,13 +114,14 @@ class V1Door:
         incoming = Incoming(cid, turn.text, user_id=payer(cid), uploads=turn.uploads)
         options = TurnOptions(
             system_prompt=turn.system_prompt,
-            call=CallOptions(model=turn.model, max_tokens=turn.max_tokens),
+            call=call_options(parsed, turn),
+            output=output_of(parsed),
             consult_tool=False,  # one request, one answer: no consultation opens here
         )
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(self.clock().timestamp())
         if not parsed.stream:
-            result, usage = await self._turn(incoming, options, _Quiet())
+            result, usage = await self._turn(incoming, options, _Quiet(), turn.places)
             completion = Completion(
                 id=completion_id,
                 created=created,
@@ -128,7 +142,7 @@ class V1Door:
         turn: Turn,
     ) -> web.StreamResponse:
         try:
-            result, usage = await self._turn(incoming, options, stream)
+            result, usage = await self._turn(incoming, options, stream, turn.places)
             end: dict[str, Any] = {}
             if result.sources:
                 pages = cited_pages(result.sources, result.reply)
@@ -160,7 +174,11 @@ class V1Door:
                 return stream.response
 
     async def _turn(
-        self, incoming: Incoming, options: TurnOptions, sink: _Quiet | ChunkStream
+        self,
+        incoming: Incoming,
+        options: TurnOptions,
+        sink: _Quiet | ChunkStream,
+        places: tuple[str, ...],
     ) -> tuple[TurnResult, Usage]:
         """The answer, stored, and the tokens its calls took; V1Error for what the client
         is told (nothing was stored)."""
@@ -173,7 +191,7 @@ class V1Door:
         except OverLimit as refused:
             raise over_limit(refused, self.clock()) from None
         except MembotError as exc:
-            error = _error(exc)
+            error = _error(exc, places)
             if error is None:
                 raise  # ours to fix: internal_error, logged by the envelope
             raise error from None
@@ -199,13 +217,15 @@ def _message(result: TurnResult) -> OutMessage:
     )
 
 
-def _error(exc: MembotError) -> V1Error | None:
+def _error(exc: MembotError, places: tuple[str, ...]) -> V1Error | None:
     if isinstance(exc, V1Error):
         return exc
     if isinstance(exc, MediaError) and not isinstance(exc, ApiError):
         error = from_api_error(media_error(exc))
-        # The API's sentence names attachments[i]; here they are the last message's images.
-        error.message = error.message.replace("(attachments[", "(images[")
+        # The API's sentence names attachments[i]; here the file is a content part.
+        if exc.position is not None and 0 < exc.position <= len(places):
+            error.param = places[exc.position - 1]
+            error.message = re.sub(r"\(attachments\[\d+\]", f"({error.param}", error.message)
         return error
     translated = api_error(exc, names_session=False)
     return None if translated is None else from_api_error(translated)

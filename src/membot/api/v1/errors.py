@@ -94,11 +94,11 @@ def over_limit(refused: OverLimit, now: datetime) -> V1Error:
     return V1Error(429, "insufficient_quota", sentence, kind="insufficient_quota", headers=headers)
 
 
-def unknown_model(model: str, offered: tuple[str, ...]) -> V1Error:
+def unknown_model(model: str, offered: tuple[str, ...], param: str | None = "model") -> V1Error:
     listed = ", ".join(offered)
     return V1Error(
         404,
         "model_not_found",
         f"The model {model} is not offered here; GET /v1/models lists them: {listed}.",
-        param="model",
+        param=param,
     )

@@ -1,20 +1,18 @@
 """The /v1 endpoint's wire format: OpenAI's Chat Completions request, validated with pydantic
-(fields membot does not use, such as `temperature`, are accepted and ignored), and what
-membot takes from it: the last user message (its text and its images), the system prompt,
+(the fields beside the messages are weighed in `fields.py`; others are ignored), and what
+membot takes from it: the last user message (its text and its files), the system prompt,
 the model. The responses' schemas, for the OpenAPI document, are in `shapes.py`."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from membot.api.models import MAX_ATTACHMENTS, validation_sentence
 from membot.api.v1.errors import V1Error, invalid
+from membot.api.v1.parts import ContentPart, Lenient, content_of
 from membot.core.media import Upload
 from membot.memory.contract.state import MAX_PERSONA
 
@@ -22,35 +20,40 @@ from membot.memory.contract.state import MAX_PERSONA
 DEFAULT_MODEL = "membot"
 #: The longest `user` (or X-OpenWebUI-User-Id) taken.
 MAX_USER = 256
-_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[^;,]*)*?);base64,(.*)", re.DOTALL)
 # As /api/chat's `model`: an OpenRouter model id (it is logged).
 _MODEL_ID = r"^[A-Za-z0-9._:/@~+-]+$"
+_FIELD = re.compile(r"[a-z_][a-z0-9_]*")
+_TYPES = frozenset({"str", "int", "float", "bool", "dict", "list"})
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class ImageUrl(_Lenient):
-    url: str = Field(description="A data: URL (base64); membot fetches no address.")
-
-
-class ContentPart(_Lenient):
-    type: str = Field(description="text or image_url; others are refused.")
-    text: str | None = None
-    image_url: ImageUrl | None = None
-
-
-class InMessage(_Lenient):
+class InMessage(Lenient):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
 
 
-class StreamOptions(_Lenient):
+class StreamOptions(Lenient):
     include_usage: bool | None = None
 
 
-class CompletionRequest(_Lenient):
+class JsonSchemaFormat(Lenient):
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    description: str | None = Field(default=None, max_length=MAX_PERSONA)
+    schema_: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="A JSON Schema of an object."
+    )
+    strict: bool | None = None
+
+
+class ResponseFormat(Lenient):
+    """What the answer must be: held to it (docs/api.md, "Structured answers")."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = Field(
+        default=None, description="With type json_schema: its name and schema."
+    )
+
+
+class CompletionRequest(Lenient):
     """POST /v1/chat/completions, as OpenAI defines it. membot reads the fields below."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, title="ChatCompletionRequest")
@@ -81,6 +84,23 @@ class CompletionRequest(_Lenient):
     functions: list[Any] | None = Field(default=None, description="Refused, as tools.")
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
+    response_format: ResponseFormat | None = None
+    # Sent to the provider as they are, for each of the turn's model calls (fields.py).
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    seed: int | None = None
+    stop: str | Annotated[list[str], Field(max_length=4)] | None = None
+    logit_bias: dict[str, float] | None = None
+    reasoning_effort: str | None = Field(default=None, max_length=20, pattern=r"^[a-z]+$")
+    # Refused unless they ask for nothing (fields.py).
+    logprobs: bool | None = Field(default=None, description="Refused when true.")
+    top_logprobs: int | None = Field(default=None, ge=0, description="Refused above 0.")
+    tool_choice: Any = Field(default=None, description="Only none or auto: no client tools.")
+    function_call: Any = Field(default=None, description="Only none or auto, as tool_choice.")
+    modalities: list[str] | None = Field(default=None, description="Only text.")
+    audio: Any = Field(default=None, description="Refused: membot answers in text.")
 
     @property
     def usage_asked(self) -> bool:
@@ -96,6 +116,7 @@ class Turn:
     system_prompt: str | None
     model: str | None  # None: the default
     max_tokens: int | None
+    places: tuple[str, ...] = ()  # each upload's content part (messages.N.content.K)
 
 
 def parse(body: bytes) -> CompletionRequest:
@@ -103,13 +124,34 @@ def parse(body: bytes) -> CompletionRequest:
     try:
         return CompletionRequest.model_validate_json(body)
     except ValidationError as exc:
-        param = _param(exc)
-        raise invalid(validation_sentence(exc), param) from None
+        errors = exc.errors(include_url=False, include_input=False)
+        # Of a union's members, the one that tells most: a broken rule over a wrong type,
+        # then the one pydantic got furthest into (`stop` of 5 strings is too long, not
+        # "not a string").
+        error = max(errors, key=lambda e: (not e["type"].endswith("_type"), len(e["loc"])))
+        param = _param(error["loc"])
+        sentence = _sentence(error["type"], param, str(error["msg"]))
+        if param is not None and param.startswith("response_format"):
+            # As OpenAI names it: the field, whatever inside it is wrong.
+            raise invalid(sentence, "response_format", "invalid_response_format") from None
+        raise invalid(sentence, param) from None
 
 
-def _param(exc: ValidationError) -> str | None:
-    loc = exc.errors(include_url=False, include_input=False)[0]["loc"]
-    return ".".join(str(p) for p in loc) or None
+def _param(loc: tuple[int | str, ...]) -> str | None:
+    """The field at fault as OpenAI names it (`messages.0.role`): without the member of a
+    union pydantic tried (`stop.str`, `content.list[ContentPart]`)."""
+    path = [str(p) for p in loc if isinstance(p, int) or _FIELD.fullmatch(p)]
+    return ".".join(p for p in path if p not in _TYPES) or None
+
+
+def _sentence(kind: str, where: str | None, message: str) -> str:
+    if kind == "json_invalid":
+        return "The request body is not valid JSON."
+    if where is None:
+        return "The request body must be a JSON object."
+    if kind == "missing":
+        return f"The field {where} is required."
+    return f"The field {where} is invalid: {message.removeprefix('Value error, ')}."
 
 
 def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
@@ -128,7 +170,7 @@ def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
     if last.role != "user":
         raise invalid("The last message must be the user's (role: user).", "messages")
     where = f"messages.{len(request.messages) - 1}.content"
-    text, uploads = _content(last.content, where)
+    text, uploads, places = content_of(last.content, where)
     if not text.strip() and not uploads:
         raise invalid("The last user message is empty.", where)
     if len(text) > max_message_chars:
@@ -145,6 +187,7 @@ def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
         system_prompt=system or None,
         model=model,
         max_tokens=request.max_completion_tokens or request.max_tokens,
+        places=places,
     )
 
 
@@ -157,43 +200,3 @@ def _text_of(content: str | list[ContentPart] | None) -> str:
     if isinstance(content, list):
         return "\n".join(p.text for p in content if p.type == "text" and p.text)
     return content or ""
-
-
-def _content(content: str | list[ContentPart] | None, where: str) -> tuple[str, tuple[Upload, ...]]:
-    if not isinstance(content, list):
-        return content or "", ()
-    texts: list[str] = []
-    uploads: list[Upload] = []
-    for i, part in enumerate(content):
-        if part.type == "text":
-            texts.append(part.text or "")
-        elif part.type == "image_url" and part.image_url is not None:
-            uploads.append(_image(part.image_url.url, f"{where}.{i}"))
-        else:
-            raise invalid(
-                f"A content part of type {part.type[:40]!r} is not taken: text and "
-                "image_url (a data: URL) are.",
-                f"{where}.{i}",
-                "unsupported_content",
-            )
-    if len(uploads) > MAX_ATTACHMENTS:
-        raise invalid(f"At most {MAX_ATTACHMENTS} images are taken.", where, "too_many_images")
-    return "\n".join(texts), tuple(uploads)
-
-
-def _image(url: str, where: str) -> Upload:
-    """An image_url part as the turn's upload, as /api/chat's image attachments are."""
-    match = _DATA_URL.fullmatch(url.strip())
-    if match is None:
-        raise invalid(
-            "An image must be a data: URL (data:image/...;base64,...); membot fetches no address.",
-            where,
-            "invalid_image_url",
-        )
-    try:
-        data = base64.b64decode(match.group(3), validate=True)
-    except (binascii.Error, ValueError):
-        data = b""
-    if not data:
-        raise invalid("An image's data is not valid base64, or is empty.", where, "invalid_image")
-    return Upload("photo", data, mime=match.group(1))

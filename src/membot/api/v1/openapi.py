@@ -11,23 +11,25 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode
 
 from membot.api.v1.models import CompletionRequest
-from membot.api.v1.shapes import Chunk, Completion, ModelList, V1ErrorResponse
+from membot.api.v1.shapes import Chunk, Completion, ModelCard, ModelList, V1ErrorResponse
 
 MODELS: Final[list[tuple[type[BaseModel], JsonSchemaMode]]] = [
     (CompletionRequest, "validation"),
     (Completion, "serialization"),
     (Chunk, "serialization"),
     (ModelList, "serialization"),
+    (ModelCard, "serialization"),
     (V1ErrorResponse, "serialization"),
 ]
 Ref = Callable[[type[BaseModel], JsonSchemaMode], dict[str, Any]]
 
 # Each status the endpoint answers with, and its codes (`error.code`).
 _ERRORS: Final = {
-    "400": "invalid_request, tools_not_supported, n_not_supported, unsupported_content, "
-    "invalid_image_url, invalid_image, too_many_images, string_above_max_length, "
-    "model_rejected, model_sees_no_images and the other attachment codes of /api/chat in "
-    "lower case",
+    "400": "invalid_request, invalid_response_format, tools_not_supported, n_not_supported, "
+    "logprobs_not_supported, modalities_not_supported, unsupported_content, "
+    "invalid_image_url, invalid_image, invalid_file, too_many_images, "
+    "string_above_max_length, model_rejected, model_sees_no_images and the other attachment "
+    "codes of /api/chat in lower case",
     "401": "invalid_api_key",
     "404": "model_not_found",
     "413": "payload_too_large",
@@ -81,7 +83,24 @@ def v1_paths(ref: Ref) -> dict[str, Any]:
             "401": errors["401"],
         },
     }
-    return {"/v1/chat/completions": {"post": completions}, "/v1/models": {"get": models}}
+    model = {
+        "summary": "One model `model` may name, by id (a slash in it as %2F or as it is)",
+        "operationId": "retrieveModel",
+        "security": [{"bearerAuth": []}],
+        "parameters": [
+            {"name": "model", "in": "path", "required": True, "schema": {"type": "string"}}
+        ],
+        "responses": {
+            "200": _json("The model", ref(ModelCard, "serialization")),
+            "401": errors["401"],
+            "404": _json("model_not_found: not one GET /v1/models lists", error),
+        },
+    }
+    return {
+        "/v1/chat/completions": {"post": completions},
+        "/v1/models": {"get": models},
+        "/v1/models/{model}": {"get": model},
+    }
 
 
 def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
