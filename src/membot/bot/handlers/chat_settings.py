@@ -60,6 +60,19 @@ class ChatAdmins:
             self._cache[chat.id] = cached
         return user_id in cached[1]
 
+    async def pressed(self, bot: Bot, query: CallbackQuery, refusal: str) -> Message | None:
+        """The message under a button one who may change the chat pressed; None once the
+        press is answered: silently for a message too old for the bot to see or edit, with
+        `refusal` as an alert for anyone else."""
+        message = query.message
+        if not isinstance(message, Message):
+            await query.answer()
+            return None
+        if not await self.may_change(bot, message.chat, query.from_user.id):
+            await query.answer(refusal, show_alert=True)
+            return None
+        return message
+
 
 def model_keyboard(
     words: texts.Texts, choices: tuple[str, ...], current: str
@@ -153,12 +166,8 @@ async def model_pressed(
     llm: LlmSettings,
     admins: ChatAdmins,
 ) -> None:
-    message = query.message
-    if not isinstance(message, Message):  # too old for the bot to see or edit
-        await query.answer()
-        return
-    if not await admins.may_change(bot, message.chat, query.from_user.id):
-        await query.answer(words.ADMINS_ONLY, show_alert=True)
+    message = await admins.pressed(bot, query, words.ADMINS_ONLY)
+    if message is None:
         return
     choices = llm.model_choices
     if not 0 <= callback_data.index < len(choices):  # a button from an older MODELS

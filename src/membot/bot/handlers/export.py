@@ -54,12 +54,8 @@ async def export_pressed(
     admins: ChatAdmins,
     chat_exports: ChatExports,
 ) -> None:
-    message = query.message
-    if not isinstance(message, Message):  # too old for the bot to see
-        await query.answer()
-        return
-    if not await admins.may_change(bot, message.chat, query.from_user.id):
-        await query.answer(words.EXPORT_ADMINS_ONLY, show_alert=True)
+    message = await admins.pressed(bot, query, words.EXPORT_ADMINS_ONLY)
+    if message is None:
         return
     if chat_exports.running(cid):
         await query.answer(words.EXPORT_RUNNING)

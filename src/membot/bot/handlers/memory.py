@@ -158,12 +158,8 @@ async def delete_pressed(
     admins: ChatAdmins,
     service: ConversationService,
 ) -> None:
-    message = query.message
-    if not isinstance(message, Message):  # too old for the bot to see or edit
-        await query.answer()
-        return
-    if not await admins.may_change(bot, message.chat, query.from_user.id):
-        await query.answer(words.ADMINS_ONLY, show_alert=True)
+    message = await admins.pressed(bot, query, words.ADMINS_ONLY)
+    if message is None:
         return
     facts = await repository.get_facts(cid)
     fact = find(facts, callback_data)
