@@ -147,6 +147,8 @@ async def test_the_sampling_fields_reach_the_provider_on_every_call(
         stop=["END"],
         logit_bias={"50256": -100},
         reasoning_effort="low",
+        verbosity="low",
+        extra_body={"top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1},
         max_completion_tokens=300,
         response_format={"type": "text"},
         tool_choice="auto",
@@ -165,9 +167,28 @@ async def test_the_sampling_fields_reach_the_provider_on_every_call(
         }
         assert (sent["frequency_penalty"], sent["presence_penalty"]) == (0.5, -0.5)
         assert (sent["logit_bias"], sent["reasoning_effort"]) == ({"50256": -100}, "low")
+        assert (sent["verbosity"], sent["top_k"], sent["min_p"]) == ("low", 40, 0.05)
+        assert sent["repetition_penalty"] == 1.1
         assert sent["max_tokens"] == 300
         # Neither the caller's name nor what only OpenAI's own service keeps.
         assert not {"user", "store", "metadata", "response_format", "n"} & set(sent)
+
+
+async def test_an_answer_cut_at_max_tokens_says_length(client: AsyncOpenAI, llm: FakeLLM) -> None:
+    llm.script(Reply("The first half of", finish_reason="length"))
+    completion = await client.chat.completions.create(
+        model="membot", messages=HELLO, max_completion_tokens=5
+    )
+    [choice] = completion.choices
+    assert (choice.message.content, choice.finish_reason) == ("The first half of", "length")
+    llm.script(Reply("The first half of", finish_reason="length"))
+    stream = await client.chat.completions.create(
+        model="membot", messages=HELLO, max_tokens=5, stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+    assert [c.choices[0].finish_reason for c in chunks][-1] == "length"
+    completion = await client.chat.completions.create(model="membot", messages=HELLO)
+    assert completion.choices[0].finish_reason == "stop"
 
 
 @pytest.mark.parametrize(

@@ -86,8 +86,7 @@ class Agent:
         forgetting: Forgetting | None = None,
     ) -> None:
         self.model, self.repository = model, repository
-        self.prompts = prompts
-        self.summarizer = summarizer
+        self.prompts, self.summarizer = prompts, summarizer
         # The window starts where the summary ends and only grows until the next summary
         # (core/window.py): the prompt's prefix stays the same for a provider's cache.
         self.policy = WindowPolicy(window_size, summarizer.every)
@@ -205,6 +204,7 @@ class Agent:
             stopped=stopped,
             sources=produced[-1].sources,
             citations=produced[-1].citations,
+            cut=response.finish_reason == "length",
         )
         if isinstance(sink, DeliveringSink):  # sent again by the next process if need be
             produced[-1] = replace(produced[-1], delivery=sink.delivery(result))

@@ -95,6 +95,9 @@ class TurnResult:
     # The archive's messages the answer cites (core/citing.py), stored with it: Telegram
     # replies to one and quotes the others under it, the API returns `citations`.
     citations: tuple[Citation, ...] = ()
+    # The model stopped at the call's max_tokens (finish_reason "length"): the answer is
+    # cut there (/v1 says so as OpenAI does).
+    cut: bool = False
 
     @property
     def complete(self) -> bool:

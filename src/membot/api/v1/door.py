@@ -12,7 +12,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -126,7 +126,7 @@ class V1Door:
                 id=completion_id,
                 created=created,
                 model=result.model,
-                choices=[Choice(message=_message(result))],
+                choices=[Choice(message=_message(result), finish_reason=_finish(result))],
                 usage=usage,
             )
             return json_response(200, completion.model_dump(mode="json"))
@@ -151,7 +151,7 @@ class V1Door:
                 cited = cited_messages(result.citations)
                 end["citations"] = [c.model_dump(mode="json") for c in cited]
             return await stream.finish(
-                result.reply, result.model, end, usage.model_dump(mode="json")
+                result.reply, result.model, end, usage.model_dump(mode="json"), _finish(result)
             )
         except ConnectionResetError:
             log.info("a stream's client went away before its end")
@@ -207,6 +207,10 @@ class _Quiet:
 
     async def answer(self, result: TurnResult) -> None:
         return None
+
+
+def _finish(result: TurnResult) -> Literal["stop", "length"]:
+    return "length" if result.cut else "stop"
 
 
 def _message(result: TurnResult) -> OutMessage:

@@ -26,6 +26,10 @@ SAMPLING: Final = (
     "stop",
     "logit_bias",
     "reasoning_effort",
+    "verbosity",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
 )
 _NO_TOOL: Final = (None, "none", "auto")
 _FORMAT = "response_format"

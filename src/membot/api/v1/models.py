@@ -94,6 +94,11 @@ class CompletionRequest(Lenient):
     stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     logit_bias: dict[str, float] | None = None
     reasoning_effort: str | None = Field(default=None, max_length=20, pattern=r"^[a-z]+$")
+    verbosity: str | None = Field(default=None, max_length=20, pattern=r"^[a-z]+$")
+    # OpenRouter's own, which some OpenAI clients send (Open WebUI's advanced parameters).
+    top_k: int | None = Field(default=None, ge=0)
+    min_p: float | None = Field(default=None, ge=0, le=1)
+    repetition_penalty: float | None = Field(default=None, gt=0, le=2)
     # Refused unless they ask for nothing (fields.py).
     logprobs: bool | None = Field(default=None, description="Refused when true.")
     top_logprobs: int | None = Field(default=None, ge=0, description="Refused above 0.")

@@ -57,7 +57,9 @@ class OutMessage(_Shape):
 class Choice(_Shape):
     index: int = 0
     message: OutMessage
-    finish_reason: Literal["stop"] = "stop"
+    finish_reason: Literal["stop", "length"] = Field(
+        default="stop", description="length: the answer is cut at max_completion_tokens."
+    )
     logprobs: None = None
 
 
@@ -83,7 +85,7 @@ class Delta(_Shape):
 class ChunkChoice(_Shape):
     index: int = 0
     delta: Delta
-    finish_reason: Literal["stop"] | None = None
+    finish_reason: Literal["stop", "length"] | None = None
     logprobs: None = None
 
 

@@ -4,7 +4,8 @@
     the first piece        delta {"role": "assistant", "content": "<piece>"}
     more pieces            delta {"content": "<piece>"}
     the end                delta {} (with the sources as `annotations` and membot's
-                           `citations`), finish_reason "stop"
+                           `citations`), finish_reason "stop" (or "length":
+                           cut at max_tokens)
     include_usage          usage: null on those; then one chunk, choices [], with `usage`
     an error, once open    data: {"error": {...}} in OpenAI's shape, and no [DONE]
 
@@ -77,13 +78,18 @@ class ChunkStream:
         await response.write(f"data: {data}\n\n".encode())
 
     async def finish(
-        self, content: str, model: str, end: dict[str, Any], usage: dict[str, Any]
+        self,
+        content: str,
+        model: str,
+        end: dict[str, Any],
+        usage: dict[str, Any],
+        reason: str = "stop",
     ) -> web.StreamResponse:
         """The end: what was not streamed (an answer held to a format, or none at all), the
         finishing chunk, the usage if asked, [DONE]."""
         if self.response is None:
             await self.delta(content)
-        await self.chunk(end, "stop", model)
+        await self.chunk(end, reason, model)
         if self.usage:
             await self.send({**self._head, "model": model, "choices": [], "usage": usage})
         return await self.close("[DONE]")
