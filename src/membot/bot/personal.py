@@ -38,6 +38,7 @@ from aiogram.utils.formatting import Text
 from membot.bot import texts
 from membot.bot.citations import utf16_len
 from membot.bot.render import TELEGRAM_LIMIT, split_message, topic_of
+from membot.bot.send import send_text
 
 log = logging.getLogger(__name__)
 
@@ -271,29 +272,13 @@ async def _send(
     ephemeral: EphemeralMessageParameters | None = None,
     reply: ReplyParameters | None = None,
 ) -> None:
-    entities = [MessageEntity(**e) for e in piece.entities] or None
-    # Ends: sent, or raised; without entities at most once more (then entities is None).
-    while True:
-        try:
-            await bot.send_message(
-                chat_id,
-                piece.text,
-                message_thread_id=thread_id,
-                entities=entities,
-                reply_markup=piece.markup,
-                reply_parameters=reply,
-                ephemeral_message_parameters=ephemeral,
-                parse_mode=None,
-            )
-            return
-        except TelegramBadRequest as exc:
-            # Only a refusal of the formatting is worth the same send without it; any other
-            # (the ephemeral message refused) is the caller's to route elsewhere.
-            if entities is None or "entit" not in exc.message.lower():
-                raise
-            log.warning(
-                "chat %s: Telegram rejected formatting (%s); resending as plain text",
-                chat_id,
-                exc.message,
-            )
-            entities = None
+    await send_text(
+        bot,
+        chat_id,
+        piece.text,
+        piece.entities,
+        thread_id=thread_id,
+        reply=reply,
+        markup=piece.markup,
+        ephemeral=ephemeral,
+    )

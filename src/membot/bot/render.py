@@ -9,10 +9,10 @@ from typing import Any
 
 import telegramify_markdown
 from aiogram import Bot
-from aiogram.exceptions import TelegramBadRequest
-from aiogram.types import Message, MessageEntity, ReplyParameters
+from aiogram.types import Message, ReplyParameters
 
 from membot.bot.citations import Block, source_list, utf16_len
+from membot.bot.send import send_text
 from membot.memory.contract.models import Source
 
 log = logging.getLogger(__name__)
@@ -258,40 +258,6 @@ async def send_parts(
             if reply_to is not None and index == 0
             else None
         )
-        await _send_part(bot, chat_id, part, reply, thread_id)
+        await send_text(bot, chat_id, part.text, part.entities, thread_id=thread_id, reply=reply)
         if accepted is not None:
             await accepted(index + 1)
-
-
-async def _send_part(
-    bot: Bot, chat_id: int, part: Part, reply: ReplyParameters | None, thread_id: int | None
-) -> None:
-    entities = [MessageEntity(**e) for e in part.entities] or None
-    # Ends: a send succeeds, or raises; the fallbacks without the quote and as plain text
-    # happen at most once each (then the quote or entities is None). Flood control (429)
-    # is waited out by bot/throttle.py.
-    while True:
-        try:
-            await bot.send_message(
-                chat_id,
-                part.text,
-                message_thread_id=thread_id,
-                entities=entities,
-                reply_parameters=reply,
-                parse_mode=None,
-            )
-            return
-        except TelegramBadRequest as exc:
-            if reply and reply.quote and ("quote" in exc.message.lower() or not entities):
-                # The quote is not in the message as Telegram has it: the reply goes without.
-                log.warning("chat %s: Telegram refused a reply's quote (%s)", chat_id, exc.message)
-                reply = reply.model_copy(update={"quote": None})
-                continue
-            if entities is None:
-                raise
-            log.warning(
-                "chat %s: Telegram rejected formatting (%s); resending as plain text",
-                chat_id,
-                exc.message,
-            )
-            entities = None
