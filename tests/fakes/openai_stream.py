@@ -8,7 +8,8 @@ Pacing is simulated model latency, not synchronisation: `first_delay` before the
 piece, `delay` between pieces. A client that goes away mid-stream is noticed (the write
 fails, or the handler is cancelled: LocalServer cancels handlers of lost connections) and
 reported to `on_gone`; each chunk written is reported to `on_chunk`. `fail_after` sends
-OpenRouter's mid-stream error after that many pieces instead of the rest.
+OpenRouter's mid-stream error after that many pieces instead of the rest; `cut_after` drops
+the connection there instead, the body unfinished (a proxy or a network that broke).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Pacing:
     first_delay: float = 0.0
     delay: float = 0.0
     fail_after: int | None = None  # pieces sent before a mid-stream error
+    cut_after: int | None = None  # pieces sent before the connection is dropped (no end)
 
 
 def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[dict[str, Any]]:
@@ -90,6 +92,10 @@ async def send_stream(
                 due = start + pacing.first_delay + (n - 1) * pacing.delay
                 if due > loop.time():
                     await asyncio.sleep(due - loop.time())
+            if pacing.cut_after is not None and n > pacing.cut_after:
+                assert request.transport is not None
+                request.transport.abort()
+                return response
             if pacing.fail_after is not None and n > pacing.fail_after:
                 error = {"error": {"message": "upstream failed", "code": 502}}
                 await response.write(f"data: {json.dumps(error)}\n\n".encode())

@@ -7,26 +7,28 @@ The `openai` client opens the request (transport, authentication, timeouts, retr
 status mapped to its exceptions); its per-chunk machinery is not used: its SSE decoder, its
 JSON parser and its per-chunk processing took about 20 µs a chunk where this takes about 8
 (chunks read back to back; a paced stream costs more a chunk, most of it the event loop
-waking up for each). What goes wrong while the body is read is mapped here the way the
-client maps it (llm/client.py turns those into LLMError): a timeout, a lost connection,
-OpenRouter's `error` event in the middle of the stream, a chunk that is not JSON.
+waking up for each). The body is read off the aiohttp response under it (llm/pacing.py), so
+what goes wrong while it is read is mapped here, aiohttp's errors and httpx2's alike, the way
+the client maps them (llm/client.py turns those into LLMError): a read timeout, a lost or
+cut connection, OpenRouter's `error` event in the middle of the stream, a chunk that is not
+JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import nullcontext
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import httpx2
 import openai
 import orjson
 from openai.types import CompletionUsage
 
 from membot.llm.model import LLMResponse, Source, Usage
-from membot.llm.pacing import ramp, reading
+from membot.llm.pacing import Reading, ramp, reading
 from membot.llm.wire import sources_of, usage_of
 
 _DONE = b"[DONE]"
@@ -166,26 +168,24 @@ async def pieces(
     that ends with neither `[DONE]` nor a finish reason (the `openai` client took that for a
     whole answer)."""
     events = Events()
-    # The body as it comes, decoded only if the provider compressed it.
-    encoded = response.headers.get("content-encoding", "identity") != "identity"
-    body = response.aiter_bytes() if encoded else response.aiter_raw()
-    paced = reading(response) if hold > 0 else None
+    paced = reading(response)
+    read = _reader(response, paced)
     began: float | None = None  # the loop's time when the text began
+    loop = asyncio.get_running_loop()
     try:
-        async for data in body:
+        while data := await read():
             written, done, failed = _read(events.feed(data), assembled, response.request)
-            now = asyncio.get_running_loop().time()
             if began is None and (assembled.text or assembled.calls):
-                began = now
-            pause = None if began is None or done or failed else ramp(hold, now - began)
+                began = loop.time()
             # The first words are never held; nor is the connection once the answer is whole.
-            async with paced.held(pause) if paced is not None and pause else nullcontext():
-                if written:
-                    yield "".join(written)
+            if paced is not None and hold > 0 and began is not None and not done and failed is None:
+                paced.hold(ramp(hold, loop.time() - began))
+            if written:
+                yield "".join(written)
             if failed is not None:
                 raise failed
             if done:
-                await _drain(body)
+                await _drain(read)
                 return
         if assembled.finish_reason is None:
             # The body ended cleanly, yet the answer did not (a proxy or the provider cut it):
@@ -193,12 +193,30 @@ async def pieces(
             raise openai.APIError(
                 "the stream ended before the answer did", response.request, body=None
             )
-    except httpx2.TimeoutException as exc:
+    # Read off aiohttp's response, or through httpx2's: either's errors, as the client maps them.
+    except (aiohttp.ServerTimeoutError, httpx2.TimeoutException) as exc:
         raise openai.APITimeoutError(request=response.request) from exc
-    except httpx2.RequestError as exc:
+    except (aiohttp.ClientError, httpx2.RequestError) as exc:
         raise openai.APIConnectionError(request=response.request) from exc
     finally:
+        if paced is not None:
+            paced.release()
         await response.aclose()
+
+
+def _reader(response: httpx2.Response, paced: Reading | None) -> Callable[[], Awaitable[bytes]]:
+    """What reads the body, a read at a time (b"" at its end): aiohttp's response itself, or
+    httpx2's iterator when aiohttp's is out of reach or the provider compressed the body
+    (aiohttp's is left compressed: the client's transport does not decode)."""
+    encoded = response.headers.get("content-encoding", "identity") != "identity"
+    if paced is not None and not encoded:
+        return paced.read
+    body = (response.aiter_bytes() if encoded else response.aiter_raw()).__aiter__()
+
+    async def through_httpx() -> bytes:
+        return await anext(body, b"")
+
+    return through_httpx
 
 
 def _read(
@@ -226,14 +244,16 @@ def _read(
     return written, False, None
 
 
-async def _drain(body: AsyncIterator[bytes]) -> None:
+async def _drain(read: Callable[[], Awaitable[bytes]]) -> None:
     """The rest of a body after `[DONE]`, read so an HTTP/1.1 connection can be reused, for
     at most DRAIN_TIMEOUT and whatever it raises: the answer is whole, and a connection that
     breaks or stays open after it must not turn it into a failed call (the `openai` client
     drains the same way)."""
-    with contextlib.suppress(TimeoutError, httpx2.HTTPError, httpx2.StreamError):
+    with contextlib.suppress(
+        TimeoutError, aiohttp.ClientError, httpx2.HTTPError, httpx2.StreamError
+    ):
         async with asyncio.timeout(DRAIN_TIMEOUT):
-            async for _ in body:
+            while await read():
                 pass
 
 
