@@ -27,16 +27,14 @@ from tests.fakes.process import membot_env
 
 from bench import stream_telegram
 from bench.child import Child, membot_child
-from bench.core import API_KEY, MODEL, Row, free_port, median, row
-from bench.stream_model import CASES, WARM_UP, Case, responder
+from bench.core import API_KEY, MODEL, Row, free_port
+from bench.stream_model import CASES, WARM_UP, responder
+from bench.stream_rounds import Names, measured
+from bench.stream_rounds import rows as stream_rows
 
-BENCH = "stream"
 API_TOKEN = "bench-stream-token-0123456789"
 CONCURRENT = 10
 ROUNDS = 4  # of each, streamed and plain
-TARGET_FIRST = 1.0
-# membot's CPU for a streamed answer against the same answer plain.
-TARGET_RATIO = 2.0
 
 
 async def _one(http: aiohttp.ClientSession, url: str, text: str, stream: bool) -> dict[str, float]:
@@ -62,15 +60,8 @@ async def _one(http: aiohttp.ClientSession, url: str, text: str, stream: bool) -
 async def _round(
     http: aiohttp.ClientSession, url: str, child: Child, stream: bool, count: int, tag: str
 ) -> dict[str, Any]:
-    cpu = child.cpu()
-    results = await asyncio.gather(
-        *(_one(http, url, f"plan my week ({tag} {n})", stream) for n in range(count))
-    )
-    return {
-        "stream": stream,
-        "messages": results,
-        "cpu_ms_per_msg": (child.cpu() - cpu) * 1000 / count,
-    }
+    asks = [_one(http, url, f"plan my week ({tag} {n})", stream) for n in range(count)]
+    return {"stream": stream, **await measured(child, asks)}
 
 
 async def _healthy(http: aiohttp.ClientSession, base: str) -> None:
@@ -119,49 +110,23 @@ async def _api(quick: bool) -> tuple[list[Row], dict[str, Any]]:
                         for stream in (True, False) if i % 2 == 0 else (False, True):
                             result = await _round(http, url, child, stream, count, f"r{i}")
                             per_case["stream" if stream else "plain"].append(result)
-    rows = [r for case in CASES for r in _rows(case, runs[case.name])]
+    rows = [r for case in CASES for r in stream_rows(case, runs[case.name], NAMES)]
     return rows, {"concurrent": count, "rounds": rounds, "runs": runs}
 
 
-def _rows(case: Case, runs: dict[str, list[dict[str, Any]]]) -> list[Row]:
-    def every(who: str, key: str) -> list[float]:
-        return [float(m[key]) for r in runs[who] for m in r["messages"]]
-
-    def cpu(who: str) -> list[float]:
-        return [float(r["cpu_ms_per_msg"]) for r in runs[who]]
-
-    first = median(every("stream", "first"))
-    streamed, plain = median(cpu("stream")), median(cpu("plain"))
-    # Each round's streamed figure against the plain one next to it (a drifting machine).
-    ratio = median([s / p for s, p in zip(cpu("stream"), cpu("plain"), strict=True)])
-    per_chunk = (streamed - plain) * 1000 / case.chunks
-    name = case.name
-    return [
-        row(
-            BENCH,
-            name,
-            "streamed: first delta p50",
-            round(first, 3),
-            "s",
-            target=f"<= {TARGET_FIRST}",
-            ok=first <= TARGET_FIRST,
-        ),
-        row(BENCH, name, "streamed: done p50", round(median(every("stream", "done")), 3), "s"),
-        row(BENCH, name, "plain: answer p50", round(median(every("plain", "done")), 3), "s"),
-        row(BENCH, name, "streamed: deltas per answer", round(median(every("stream", "deltas")))),
-        row(BENCH, name, "streamed: CPU per message", round(streamed, 2), "ms"),
-        row(BENCH, name, "plain: CPU per message", round(plain, 2), "ms"),
-        row(
-            BENCH,
-            name,
-            "streamed / plain: CPU",
-            round(ratio, 2),
-            "x",
-            target=f"<= {TARGET_RATIO}",
-            ok=ratio <= TARGET_RATIO,
-        ),
-        row(BENCH, name, "streamed: CPU per chunk", round(per_chunk, 1), "µs"),
-    ]
+NAMES = Names(
+    streamed="stream",
+    plain="plain",
+    pieces="deltas",
+    first="streamed: first delta p50",
+    done="streamed: done p50",
+    plain_done="plain: answer p50",
+    count="streamed: deltas per answer",
+    cpu="streamed: CPU per message",
+    plain_cpu="plain: CPU per message",
+    ratio="streamed / plain: CPU",
+    per_chunk="streamed: CPU per chunk",
+)
 
 
 async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:

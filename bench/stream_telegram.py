@@ -21,14 +21,26 @@ from pathlib import Path
 from typing import Any
 
 from bench.child import Child, membot_child
-from bench.core import Row, TimedTelegram, fakes, median, process_env, row
-from bench.stream_model import CASES, WARM_UP, Case, responder
+from bench.core import Row, TimedTelegram, fakes, process_env
+from bench.stream_model import CASES, WARM_UP, responder
+from bench.stream_rounds import Names, measured
+from bench.stream_rounds import rows as stream_rows
 
-BENCH = "stream"
 CONCURRENT = 10
 ROUNDS = 4  # two of each
-TARGET_FIRST = 1.0
-TARGET_RATIO = 2.0
+NAMES = Names(
+    streamed="drafts",
+    plain="single",
+    pieces="drafts",
+    first="telegram: first draft p50",
+    done="telegram: final message p50",
+    plain_done="telegram, STREAMING=false: message p50",
+    count="telegram: drafts per answer",
+    cpu="telegram: CPU per message",
+    plain_cpu="telegram, STREAMING=false: CPU per message",
+    ratio="telegram: drafts / single CPU",
+    per_chunk="telegram: CPU per chunk",
+)
 
 
 async def _ask(tg: TimedTelegram, chat_id: int, text: str) -> dict[str, float]:
@@ -44,10 +56,7 @@ async def _ask(tg: TimedTelegram, chat_id: int, text: str) -> dict[str, float]:
 
 
 async def _round(tg: TimedTelegram, child: Child, chats: range, tag: str) -> dict[str, Any]:
-    cpu = child.cpu()
-    results = await asyncio.gather(*(_ask(tg, chat, f"plan my week ({tag})") for chat in chats))
-    cpu_ms = (child.cpu() - cpu) * 1000 / len(chats)
-    return {"messages": results, "cpu_ms_per_msg": cpu_ms}
+    return await measured(child, [_ask(tg, chat, f"plan my week ({tag})") for chat in chats])
 
 
 async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
@@ -72,57 +81,5 @@ async def run(quick: bool) -> tuple[list[Row], dict[str, Any]]:
                         await asyncio.gather(*(_ask(tg, chat, WARM_UP) for chat in chats))
                         result = await _round(tg, child, chats, f"r{i}")
                     per_case["drafts" if streaming else "single"].append(result)
-    rows = [r for case in CASES for r in _rows(case, runs[case.name])]
+    rows = [r for case in CASES for r in stream_rows(case, runs[case.name], NAMES)]
     return rows, {"concurrent": len(chats), "rounds": rounds, "runs": runs}
-
-
-def _rows(case: Case, runs: dict[str, list[dict[str, Any]]]) -> list[Row]:
-    def every(who: str, key: str) -> list[float]:
-        return [float(m[key]) for r in runs[who] for m in r["messages"]]
-
-    def cpu(who: str) -> list[float]:
-        return [float(r["cpu_ms_per_msg"]) for r in runs[who]]
-
-    first = median(every("drafts", "first"))
-    drafts, single = median(cpu("drafts")), median(cpu("single"))
-    ratio = median([d / s for d, s in zip(cpu("drafts"), cpu("single"), strict=True)])
-    per_chunk = (drafts - single) * 1000 / case.chunks
-    name = case.name
-    return [
-        row(
-            BENCH,
-            name,
-            "telegram: first draft p50",
-            round(first, 3),
-            "s",
-            target=f"<= {TARGET_FIRST}",
-            ok=first <= TARGET_FIRST,
-        ),
-        row(
-            BENCH,
-            name,
-            "telegram: final message p50",
-            round(median(every("drafts", "done")), 3),
-            "s",
-        ),
-        row(
-            BENCH,
-            name,
-            "telegram, STREAMING=false: message p50",
-            round(median(every("single", "done")), 3),
-            "s",
-        ),
-        row(BENCH, name, "telegram: drafts per answer", round(median(every("drafts", "drafts")))),
-        row(BENCH, name, "telegram: CPU per message", round(drafts, 2), "ms"),
-        row(BENCH, name, "telegram, STREAMING=false: CPU per message", round(single, 2), "ms"),
-        row(
-            BENCH,
-            name,
-            "telegram: drafts / single CPU",
-            round(ratio, 2),
-            "x",
-            target=f"<= {TARGET_RATIO}",
-            ok=ratio <= TARGET_RATIO,
-        ),
-        row(BENCH, name, "telegram: CPU per chunk", round(per_chunk, 1), "µs"),
-    ]
