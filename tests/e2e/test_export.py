@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from membot.bot import texts
+from membot.bot.handlers.memory import MEMORY_EXPORT
 from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.memory import ChatRepository, FileRepository, Message
@@ -157,12 +158,12 @@ async def test_the_memory_buttons_export_and_a_group_member_is_refused(
     await tg.wait_for_messages(GROUP, 1)
     assert await say(tg, GROUP, "/export", user_id=2) == EN.EXPORT_ADMINS_ONLY
     shown = tg.messages_to(GROUP)[-1].message_id
-    tg.push_callback(GROUP, shown, "memory:export", user_id=2)
+    tg.push_callback(GROUP, shown, MEMORY_EXPORT, user_id=2)
     await tg.wait_until(lambda: bool(tg.callback_answers), what="the button's answer")
     assert tg.callback_answers[-1]["text"] == EN.EXPORT_ADMINS_ONLY
     assert tg.documents_to(GROUP) == []
 
-    tg.push_callback(GROUP, shown, "memory:export", user_id=1)
+    tg.push_callback(GROUP, shown, MEMORY_EXPORT, user_id=1)
     await tg.wait_until(lambda: bool(tg.documents_to(GROUP)), timeout=30, what="the export")
     assert tg.callback_answers[-1]["text"] == EN.EXPORT_STARTED
     transcript = entries([tg.documents_to(GROUP)[0].data])["conversation.md"].decode()

@@ -1,4 +1,4 @@
-"""/export, and the Export button under /memory (callback data `memory:export`): the chat's
+"""/export, and the Export button under /memory (callback data MEMORY_EXPORT): the chat's
 whole memory sent as ZIP documents (bot/exports.py, membot.export). In a private chat the
 user exports; in a group a chat administrator or ADMIN_USER_IDS (the allowlist is checked
 before, by the middleware)."""
@@ -13,16 +13,15 @@ from membot.bot import texts
 from membot.bot.exports import ChatExports
 from membot.bot.filters import Inline
 from membot.bot.handlers.chat_settings import ChatAdmins
+from membot.bot.handlers.memory import MEMORY_EXPORT
 from membot.bot.render import topic_of
 from membot.ids import ConversationId
-
-EXPORT_BUTTON = "memory:export"
 
 
 def build_router() -> Router:
     router = Router(name="export")
     router.message.register(export, Command("export"))
-    router.callback_query.register(export_pressed, Inline(F.data == EXPORT_BUTTON))
+    router.callback_query.register(export_pressed, Inline(F.data == MEMORY_EXPORT))
     return router
 
 
