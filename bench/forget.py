@@ -93,7 +93,8 @@ async def _case(
     listed = time.perf_counter() - started
     request = forgetting.ask(CHAT, WORD, found, 1)
     started = time.perf_counter()
-    count, facts = await forgetting.confirm(request)
+    forgotten = await forgetting.confirm(request)
+    count, facts = forgotten.messages, forgotten.facts
     confirmed = time.perf_counter() - started
     started = time.perf_counter()
     await search.rebuild(CHAT)

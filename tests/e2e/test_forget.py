@@ -20,7 +20,7 @@ import pytest
 from membot.bot import texts
 from membot.bot.texts import forget as forget_texts
 from membot.ids import ConversationId
-from membot.memory import ChatRepository, FileRepository
+from membot.memory import ChatRepository, FileRepository, Message
 from membot.memory.redis import RedisRepository
 from membot.search import HistorySearch
 from tests.conftest import StartBot
@@ -289,3 +289,36 @@ async def test_forget_stops_an_export_being_sent_and_deletes_the_chats_leftovers
     sent = zip_text(document.data)
     assert "the weather is fine" in sent and SECRET not in sent
     await until(lambda: sorted(exports.iterdir()) == sorted(others), what="only others' left")
+
+
+async def test_words_left_only_in_the_summary_are_found_and_the_summary_made_again(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, redis_repo: RedisRepository
+) -> None:
+    # Redis keeps REDIS_MAX_MESSAGES of a chat: the message that said the words is trimmed
+    # away, the summary made from it still says them.
+    cid = ConversationId.telegram(CHAT)
+    redis_repo.max_messages = 100
+    await redis_repo.append(
+        cid, [Message("user", f"my password is {SECRET}", user_id=CHAT), Message("assistant", "ok")]
+    )
+    meta = await redis_repo.get_meta(cid)
+    assert await redis_repo.save_summary(
+        cid, f"The user's password is {SECRET}.", 1, 2, meta.generation
+    )
+    for n in range(50):
+        await redis_repo.append(
+            cid, [Message("user", f"chat {n}", user_id=CHAT), Message("assistant", "fine")]
+        )
+    assert SECRET not in "".join([m.to_json() async for m in redis_repo.iter_messages(cid)])
+    await start_bot(**on_redis(redis_repo))
+
+    listing = await say(tg, CHAT, f"/forget {SECRET}")
+    assert listing.startswith(EN.FOUND.format(messages=0, facts=0))
+    assert listing.endswith(EN.IN_SUMMARY)
+    await press(tg, CHAT, buttons(tg, CHAT)[0][1])
+    await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
+    assert tg.edits[-1]["text"] == EN.DONE.format(messages=0, facts=0) + "\n\n" + EN.DONE_SUMMARY
+    assert SECRET not in await redis_repo.get_summary(cid)
+    assert SECRET not in await everything_stored(Path("/nonexistent"), redis_repo)
+    await say(tg, CHAT, "what is my password?")
+    assert SECRET not in json.dumps(llm.chat_requests[-1])

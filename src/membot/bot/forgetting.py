@@ -53,6 +53,8 @@ def confirmation(
     if len(found.shown) > SHOWN:
         nodes.append("\n\n" + words.MORE.format(more=len(found.shown) - SHOWN))
     nodes += [f"\n• {cut(fact)}" for fact in found.facts[:SHOWN]]
+    if found.summary:
+        nodes.append("\n• " + words.IN_SUMMARY)
     keyboard = InlineKeyboardBuilder()
     keyboard.button(
         text=words.BUTTON_YES, callback_data=ForgetConfirm(token=request.token, yes=True)

@@ -9,7 +9,9 @@ request's words as written. What is looked at is everything the archive keeps of
 its text, its sources and its citations' quotes, the arguments of its tool calls (a
 `remember` or a search that quoted the words), the names and text of the documents it
 brought. A tool call that matches takes
-its results with it. In a group a member finds only their own messages and the bot's turns
+its results with it. The facts and the current summary are looked in too (a summary may be
+all that is left of words REDIS_MAX_MESSAGES trimmed away): a summary saying them is made
+again from what is left. In a group a member finds only their own messages and the bot's turns
 answering them (`member`); an administrator finds everyone's.
 
 A request waits for its confirmation here, in this process's memory only (no file, no key:
@@ -95,10 +97,21 @@ class Found:
     seqs: tuple[int, ...] = ()
     shown: tuple[Message, ...] = ()
     facts: tuple[str, ...] = ()
+    # The current summary says the words (its messages may be trimmed away: Redis).
+    summary: bool = False
 
     @property
     def empty(self) -> bool:
-        return not self.seqs and not self.facts
+        return not self.seqs and not self.facts and not self.summary
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What a confirmed request erased."""
+
+    messages: int
+    facts: int
+    summary: bool = False  # a summary said the words: it and the later ones are made again
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +173,9 @@ class Forgetting:
                 await match()
         await match()
         facts = [f for f in await self.repository.get_facts(cid) if wanted.held_by(f)]
-        return Found(tuple(seqs), tuple(shown), tuple(facts))
+        summary = await self.repository.get_summary(cid)
+        said = bool(summary) and await asyncio.to_thread(wanted.held_by, summary)
+        return Found(tuple(seqs), tuple(shown), tuple(facts), said)
 
     async def _documents(self, cid: ConversationId, message: Message) -> list[bytes]:
         found = []
@@ -212,23 +227,31 @@ class Forgetting:
         for token in [t for t, r in self._pending.items() if r.at < old]:
             del self._pending[token]
 
-    async def confirm(self, request: Request) -> tuple[int, int]:
+    async def confirm(self, request: Request) -> Forgotten:
         """Forget what the request holds now (looked for again); the caller holds the
-        conversation's turn. How many messages and facts were forgotten."""
+        conversation's turn. What was forgotten."""
         self.drop(request.token)
         cid = request.cid
         found = await self.find(cid, request.words, request.user_id if request.member else None)
         # A summary being made now read what goes: stopped (the new generation drops it too).
         await self.tasks.cancel(("summary", cid))
-        count = await self.repository.forget(cid, found.seqs, found.facts)
+        # Any summary saying the words goes, with the later ones: made again from what is left.
+        wanted = Words(request.words)
+        count = await self.repository.forget(cid, found.seqs, found.facts, wanted.held_by)
         if self.search is not None:
             await self.search.rebuild(cid)
         if self.exports is not None:
             # An export being made read what went: stopped (and made again), its files and
             # any a killed process left deleted.
             await self.exports.forgotten(cid)
-        log.info("%s: forgot %d message(s) and %d fact(s)", cid, count, len(found.facts))
-        return count, len(found.facts)
+        log.info(
+            "%s: forgot %d message(s) and %d fact(s)%s",
+            cid,
+            count,
+            len(found.facts),
+            ", and the summary" if found.summary else "",
+        )
+        return Forgotten(count, len(found.facts), found.summary)
 
     def desk(self, incoming: Incoming) -> ForgetDesk | None:
         """The model's way to ask for a turn: only in a Telegram chat's own turn (the

@@ -5,13 +5,14 @@ contract holds, so the contract test runs over it like over every other backend.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from membot.clock import utc_now
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import check_file_key
 from membot.memory.contract.delivery import DeliveryMark, progress
+from membot.memory.contract.forgetting import summary_cut
 from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary, new_generation
 from membot.memory.contract.state import ConversationState
 
@@ -174,12 +175,18 @@ class MemoryRepository:
         return conv.files.get(key) if conv else None
 
     async def forget(
-        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+        self,
+        cid: ConversationId,
+        seqs: Sequence[int],
+        facts: Sequence[str] = (),
+        summaries: Callable[[str], bool] | None = None,
     ) -> int:
         conv = self._get(cid)
         wanted = set(seqs)
         if conv is None:
             return 0
+        logged = [(s.covers_to, s.text) for s in conv.summaries]
+        cut = summary_cut(sorted(wanted), facts, logged, conv.summary, summaries)
         found = 0
         for i, message in enumerate(conv.messages):
             if message.seq in wanted:
@@ -188,8 +195,7 @@ class MemoryRepository:
                 conv.messages[i] = message.tombstone()
                 found += 1
         conv.facts = [f for f in conv.facts if f not in facts]
-        if wanted or facts:
-            cut = 1 if facts else min(wanted)  # a summary is made agreeing with the facts
+        if cut is not None:
             conv.summaries = [s for s in conv.summaries if s.covers_to < cut]
             last = conv.summaries[-1] if conv.summaries else None
             conv.summary = last.text.strip() if last else ""

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from uuid import uuid4
 
-from membot.core.forget import Forgetting
+from membot.core.forget import Forgetting, Forgotten
 from membot.core.turn import Incoming
 from membot.ids import ConversationId
 from membot.memory import FileRepository, MemoryRepository, Message
@@ -79,7 +79,7 @@ async def test_confirming_erases_what_holds_the_words_then() -> None:
     repo, forgetting = await a_group()
     request = forgetting.ask(GROUP, "Zanzibar", await forgetting.find(GROUP, "nothing"), ANN)
     # Found nothing when asked; said since: found when confirmed.
-    assert await forgetting.confirm(request) == (6, 1)
+    assert await forgetting.confirm(request) == Forgotten(6, 1)
     assert forgetting.pending(request.token) is None
     assert (await forgetting.find(GROUP, "zanzibar")).empty
     kept = [m.content for m in await repo.tail(GROUP, 20) if not m.forgotten]
@@ -109,7 +109,8 @@ async def test_an_imported_conversations_title_is_what_its_messages_said(tmp_pat
     forgetting = Forgetting(repo, None, TaskSupervisor())
     found = await forgetting.find(chat, "divorce papers")
     assert found.seqs == (1, 2)
-    assert await forgetting.confirm(forgetting.ask(chat, "divorce papers", found, 77)) == (2, 0)
+    forgotten = await forgetting.confirm(forgetting.ask(chat, "divorce papers", found, 77))
+    assert forgotten == Forgotten(2, 0)
     stored = "\n".join(p.read_text("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file())
     assert "Divorce" not in stored
     assert "hello" in stored

@@ -124,3 +124,39 @@ async def test_forgetting_in_an_unknown_conversation_creates_nothing(
     assert await repository.forget(cid, [1, 2], ["x"]) == 0
     assert await repository.conversations("tg") == []
     assert (await repository.get_meta(cid)).messages_total == 0
+
+
+async def test_a_summary_that_alone_says_the_words_goes_with_every_later_one(
+    repository: ChatRepository, tmp_path: Path
+) -> None:
+    # The messages a summary was made from may be gone (REDIS_MAX_MESSAGES trims them): the
+    # summary is then where the words are left.
+    await repository.append(ONE, [Message("user", "hello", user_id=5), Message("assistant", "hi")])
+    assert await summarize(repository, ONE, "They greeted each other.", 1, 2)
+    await repository.append(ONE, [Message("user", "a", user_id=5), Message("assistant", "b")])
+    assert await summarize(repository, ONE, f"The password is {SECRET}.", 3, 4)
+    await repository.append(ONE, [Message("user", "c", user_id=5), Message("assistant", "d")])
+    assert await summarize(repository, ONE, f"The password is {SECRET}; then c.", 5, 6)
+    before = await repository.get_meta(ONE)
+
+    def holds(text: str) -> bool:
+        return SECRET in text
+
+    assert await repository.forget(ONE, [], [], holds) == 0
+    assert await repository.get_summary(ONE) == "They greeted each other."
+    meta = await repository.get_meta(ONE)
+    assert (meta.summarized_upto, meta.summaries_made) == (2, 1)
+    assert meta.generation != before.generation
+    assert SECRET not in await stored_text(repository, tmp_path)
+    # The messages are as they were.
+    assert [m.content async for m in repository.iter_messages(ONE)] == [
+        "hello",
+        "hi",
+        "a",
+        "b",
+        "c",
+        "d",
+    ]
+    # Nothing says them now: nothing changes.
+    assert await repository.forget(ONE, [], [], holds) == 0
+    assert (await repository.get_meta(ONE)).generation == meta.generation

@@ -103,12 +103,19 @@ async def pressed(
             async with contextlib.AsyncExitStack() as stack:
                 if request.cid != cid:
                     await stack.enter_async_context(service.ordered(request.cid))
-                count, facts = await forgetting.confirm(request)
+                forgotten = await forgetting.confirm(request)
         except StorageUnavailable:
             await _answer(query, words.UNAVAILABLE)
             return
-        log.info("%s: user %s had %d message(s) forgotten", request.cid, request.user_id, count)
-        done = words.DONE.format(messages=count, facts=facts)
+        log.info(
+            "%s: user %s had %d message(s) forgotten",
+            request.cid,
+            request.user_id,
+            forgotten.messages,
+        )
+        done = words.DONE.format(messages=forgotten.messages, facts=forgotten.facts)
+        if forgotten.summary:
+            done += "\n\n" + words.DONE_SUMMARY
     await _answer(query)
     # The list goes with the buttons: it quoted what was to be forgotten.
     await edit_personal(bot, message, done)

@@ -19,6 +19,8 @@ class ForgetTexts:
     BUTTON_NO: str
     CONFIRM_HERE: str  # under the buttons sent privately when the group took no ephemeral
     DONE: str  # {messages}, {facts}
+    IN_SUMMARY: str  # listed when the chat's summary says the words
+    DONE_SUMMARY: str  # under DONE when it did
     CANCELLED: str
     EXPIRED: str
     NOT_YOURS: str
@@ -50,6 +52,10 @@ EN = ForgetTexts(
         "index entries and the summaries made from them. Telegram's own copies of the "
         "messages stay in this chat until you delete them there."
     ),
+    IN_SUMMARY=(
+        "The chat's summary says them too: it will be made again from what is left, without them."
+    ),
+    DONE_SUMMARY=("The summary that said them is gone too; a new one is made from what is left."),
     CANCELLED="Nothing was erased.",
     EXPIRED="This request has expired: send /forget again.",
     NOT_YOURS="Only the one who asked can confirm this.",
@@ -81,6 +87,10 @@ RU = ForgetTexts(
         "поискового индекса и сводками, сделанными из них. Копии сообщений в самом Telegram "
         "останутся в чате, пока вы не удалите их там."
     ),
+    IN_SUMMARY=(
+        "Они есть и в сводке чата: она будет сделана заново из того, что останется, без них."
+    ),
+    DONE_SUMMARY="Сводка, в которой они были, тоже стёрта; новая делается из того, что осталось.",
     CANCELLED="Ничего не стёрто.",
     EXPIRED="Этот запрос устарел: отправьте /forget ещё раз.",
     NOT_YOURS="Подтвердить может только тот, кто попросил.",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 # The storage's failure, named where the contract is (membot/redis/errors.py raises it).
@@ -131,7 +131,11 @@ class ChatRepository(Protocol):
         ...
 
     async def forget(
-        self, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+        self,
+        cid: ConversationId,
+        seqs: Sequence[int],
+        facts: Sequence[str] = (),
+        summaries: Callable[[str], bool] | None = None,
     ) -> int:
         """Forget these messages for good (/forget); how many of them were there to forget.
 
@@ -143,7 +147,10 @@ class ChatRepository(Protocol):
         there, the summary before it current again, `summarized_upto` set back to what that
         one covered), so the summarizer makes them again from what remains; and the
         conversation gets a new generation, so a summary being made meanwhile is dropped and
-        the search index is rebuilt. Nothing of the forgotten text is left in the storage."""
+        the search index is rebuilt. `summaries`: a summary whose text it holds true is dropped
+        too, with every one made after it (the words may be left only there: REDIS_MAX_MESSAGES
+        trimmed the messages they came from). Nothing changes when nothing is to go. Nothing
+        of the forgotten text is left in the storage."""
         ...
 
     async def reset(self, cid: ConversationId) -> None:

@@ -5,8 +5,9 @@ The archive is rewritten whole into a new file beside it, synced and renamed ove
 sees the old archive or the new one, never half, and a crash leaves the old one (the
 temporary file is removed at once, or by the next forget). Lines not forgotten are copied as
 they are; a line that cannot be read (torn, corrupt) is dropped, since no reader uses it and
-it may hold anything. The summaries log is cut before the first forgotten message and
-rewritten the same way, the summary before that point made current again.
+it may hold anything. The summaries log is cut before the first forgotten message (or the
+first summary saying the words) and rewritten the same way, the summary before that point
+made current again.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from membot.durable import fsync_dir, replace_atomic, write_all
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import check_file_key
+from membot.memory.contract.forgetting import summary_cut
 from membot.memory.contract.models import (
     CorruptRecord,
     Message,
@@ -48,11 +50,21 @@ _CHUNK = 1 << 20
 
 
 def forget_sync(
-    directory: Path, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str]
+    directory: Path,
+    cid: ConversationId,
+    seqs: Sequence[int],
+    facts: Sequence[str],
+    holds: Callable[[str], bool] | None = None,
 ) -> int:
-    """Forget `seqs` and `facts` in a conversation's directory; how many messages were."""
+    """Forget `seqs` and `facts` in a conversation's directory, and the summaries from the
+    first that `holds`; how many messages were."""
     wanted = set(seqs)
-    if not directory.is_dir() or (not wanted and not facts):
+    if not directory.is_dir():
+        return 0
+    logged = _logged(directory) if holds is not None else []
+    current = _read_text(directory / SUMMARY) if holds is not None else ""
+    cut = summary_cut(sorted(wanted), facts, logged, current, holds)
+    if not wanted and not facts and cut is None:
         return 0
     files: list[str] = []
     found = _rewrite_archive(directory / MESSAGES, wanted, files) if wanted else 0
@@ -62,9 +74,8 @@ def forget_sync(
     if facts:
         remove_facts(directory, list(facts))
     meta = load_meta(directory, cid)
-    if wanted or facts:
-        # A summary is made agreeing with the kept facts: one may hold a fact forgotten now.
-        kept = _cut_summaries(directory, 1 if facts else min(wanted))
+    if cut is not None:
+        kept = _cut_summaries(directory, cut)
         last = kept[-1] if kept else None
         meta.summarized_upto = int(last["covers_to"]) if last else 0
         meta.summaries_made = len(kept)
@@ -129,6 +140,28 @@ def _kept(raw: bytes, wanted: set[int], files: list[str]) -> bytes | None:
     return (message.tombstone().to_json() + "\n").encode()
 
 
+def _logged(directory: Path) -> list[tuple[int, str]]:
+    """The summaries log's (covers_to, text), oldest first; unreadable lines skipped."""
+    found: list[tuple[int, str]] = []
+    try:
+        lines = (directory / SUMMARIES_LOG).read_bytes().splitlines()
+    except FileNotFoundError:
+        return found
+    for raw in lines:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            record = json.loads(raw)
+            if isinstance(record["text"], str):
+                found.append((int(record["covers_to"]), record["text"]))
+    return found
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
 def _cut_summaries(directory: Path, first: int) -> list[dict[str, Any]]:
     """Keep the summaries made before message `first` was covered; the last of them is the
     summary again (none: no summary). Returns the ones kept, oldest first."""
@@ -164,10 +197,16 @@ class FileForget:
     """The contract's `forget`, for FileRepository."""
 
     async def forget(
-        self: _Files, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+        self: _Files,
+        cid: ConversationId,
+        seqs: Sequence[int],
+        facts: Sequence[str] = (),
+        summaries: Callable[[str], bool] | None = None,
     ) -> int:
         directory = self.conversation_dir(cid)
-        found: int = await self._write(cid, forget_sync, directory, cid, list(seqs), list(facts))
+        found: int = await self._write(
+            cid, forget_sync, directory, cid, list(seqs), list(facts), summaries
+        )
         if found:
             log.info("%s: %d message(s) forgotten", cid, found)
         return found

@@ -26,7 +26,11 @@ class ResilientForget:
     """The contract's `forget`, for ResilientRepository."""
 
     async def forget(
-        self: _Resilient, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+        self: _Resilient,
+        cid: ConversationId,
+        seqs: Sequence[int],
+        facts: Sequence[str] = (),
+        summaries: Callable[[str], bool] | None = None,
     ) -> int:
         await self._ready(None)
-        return await self._call(lambda: self.inner.forget(cid, seqs, facts), cid)
+        return await self._call(lambda: self.inner.forget(cid, seqs, facts, summaries), cid)

@@ -1,12 +1,15 @@
 """Forgetting messages in the Redis backend (/forget; the contract is memory/contract/
 repository.py `forget`): the messages read, then one script that puts each one's tombstone in
-its place, deletes their files, cuts the summaries log before the first of them (the summary
-before that point is current again) and gives the conversation a new generation."""
+its place, deletes their files, cuts the summaries log before the first of them (or the first
+summary saying the words; the summary before that point is current again) and gives the
+conversation a new generation."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 from redis.asyncio import Redis
@@ -14,6 +17,7 @@ from redis.commands.core import AsyncScript
 from redis.typing import EncodableT
 
 from membot.ids import ConversationId
+from membot.memory.contract.forgetting import summary_cut
 from membot.memory.redis.layout import PRELUDE, Keys, decode_messages
 from membot.redis.errors import call
 
@@ -78,11 +82,21 @@ class RedisForget:
     """The contract's `forget`, for RedisRepository."""
 
     async def forget(
-        self: _Redis, cid: ConversationId, seqs: Sequence[int], facts: Sequence[str] = ()
+        self: _Redis,
+        cid: ConversationId,
+        seqs: Sequence[int],
+        facts: Sequence[str] = (),
+        summaries: Callable[[str], bool] | None = None,
     ) -> int:
         found = 0
         wanted = sorted(set(seqs))
-        if wanted or facts:
+        logged: list[tuple[int, str]] = []
+        current = ""
+        if summaries is not None:
+            logged, current = await _summaries(self.client, self.keys(cid))
+        # Appended to at the end only: a summary saved meanwhile comes after the cut.
+        cut = summary_cut(wanted, facts, logged, current, summaries)
+        if cut is not None:
             key = self.keys(cid).messages
             async with self.client.pipeline(transaction=False) as pipe:
                 for seq in wanted:
@@ -94,11 +108,25 @@ class RedisForget:
                 pairs += [message.seq, message.tombstone().to_json()]
             files = [a.file for m in messages for a in m.attachments if a.file]
             script = self.client.register_script(PRELUDE + FORGET)
-            # A summary is made agreeing with the kept facts: one may hold a fact forgotten now.
-            args = (1 if facts else wanted[0], len(pairs) // 2, *pairs, *files)
+            args = (cut, len(pairs) // 2, *pairs, *files)
             found = int(await self._run(script, cid, *args))
         if facts:
             await self.remove_facts(cid, facts)
         if found:
             log.info("%s: %d message(s) forgotten", cid, found)
         return found
+
+
+async def _summaries(client: Redis, keys: Keys) -> tuple[list[tuple[int, str]], str]:
+    """The summaries log's (covers_to, text), oldest first, and the current summary."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.lrange(keys.summaries, 0, -1)
+        pipe.get(keys.summary)
+        items, current = await call(pipe.execute())
+    logged: list[tuple[int, str]] = []
+    for item in cast(list[str], items):
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            record = json.loads(item)
+            if isinstance(record["text"], str):
+                logged.append((int(record["covers_to"]), record["text"]))
+    return logged, str(current or "")
