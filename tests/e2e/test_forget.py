@@ -119,7 +119,9 @@ async def test_forget_shows_confirms_and_leaves_nothing_anywhere(
     assert (yes, no) == (EN.BUTTON_YES, EN.BUTTON_NO)
     await press(tg, CHAT, yes_data)
     await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
-    assert tg.edits[-1]["text"] == EN.DONE.format(messages=3, facts=1)
+    # The summary said the secret too: listed, and said gone.
+    assert listing.endswith(EN.IN_SUMMARY)
+    assert tg.edits[-1]["text"] == EN.DONE.format(messages=3, facts=1) + "\n\n" + EN.DONE_SUMMARY
 
     messages = [m async for m in repo.iter_messages(cid)]
     assert len(messages) == 12  # every slot kept
