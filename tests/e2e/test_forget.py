@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import zipfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +325,35 @@ async def test_words_left_only_in_the_summary_are_found_and_the_summary_made_aga
     assert SECRET not in await everything_stored(Path("/nonexistent"), redis_repo)
     await say(tg, CHAT, "what is my password?")
     assert SECRET not in json.dumps(llm.chat_requests[-1])
+
+
+@pytest.mark.parametrize("backend", ["files", "redis"])
+async def test_a_task_holding_the_words_is_listed_and_cancelled(
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    start_bot: StartBot,
+    data_dir: Path,
+    redis_repo: RedisRepository,
+    backend: str,
+) -> None:
+    await start_bot(**(on_redis(redis_repo) if backend == "redis" else {}))
+    when = f"{(datetime.now(UTC) + timedelta(days=1)).date()}T09:00"
+    for n, task in enumerate((f"tell me to change {SECRET}", "water the plants")):
+        llm.script(
+            Reply(tool_calls=[native_call("schedule_task", {"when": when, "task": task}, f"t{n}")]),
+            Reply(content="Set."),
+        )
+        await say(tg, CHAT, "remind me tomorrow at nine, please")
+    assert SECRET in await everything_stored(data_dir, redis_repo)
+
+    listing = await say(tg, CHAT, f"/forget {SECRET}")
+    # The model's call that set it (and its result) are messages; the task is listed too.
+    assert listing.startswith(EN.FOUND.format(messages=2, facts=0))
+    assert f"• {EN.TASK} " in listing and f": tell me to change {SECRET}" in listing
+    await press(tg, CHAT, buttons(tg, CHAT)[0][1])
+    await tg.wait_until(lambda: bool(tg.edits), what="the list replaced")
+    done = tg.edits[-1]["text"]
+    assert done.endswith(EN.DONE_TASKS.format(tasks=1))
+    tasks = await say(tg, CHAT, "/tasks")
+    assert "water the plants" in tasks and SECRET not in tasks
+    assert SECRET not in await everything_stored(data_dir, redis_repo)

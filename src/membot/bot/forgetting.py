@@ -53,6 +53,8 @@ def confirmation(
     if len(found.shown) > SHOWN:
         nodes.append("\n\n" + words.MORE.format(more=len(found.shown) - SHOWN))
     nodes += [f"\n• {cut(fact)}" for fact in found.facts[:SHOWN]]
+    for task in found.tasks[:SHOWN]:
+        nodes += ["\n• ", words.TASK, " ", time_node(task.due, zone), f": {cut(task.text)}"]
     if found.summary:
         nodes.append("\n• " + words.IN_SUMMARY)
     keyboard = InlineKeyboardBuilder()

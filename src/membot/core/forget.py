@@ -11,8 +11,10 @@ its text, its sources and its citations' quotes, the arguments of its tool calls
 brought. A tool call that matches takes
 its results with it. The facts and the current summary are looked in too (a summary may be
 all that is left of words REDIS_MAX_MESSAGES trimmed away): a summary saying them is made
-again from what is left. In a group a member finds only their own messages and the bot's turns
-answering them (`member`); an administrator finds everyone's.
+again from what is left. So are the chat's reminders and scheduled tasks (their text, in the
+user's words): a task holding the words is listed, and cancelled on confirming. In a group a
+member finds only their own messages, the bot's turns answering them and the tasks they set
+(`member`); an administrator finds everyone's.
 
 A request waits for its confirmation here, in this process's memory only (no file, no key:
 it holds the words), for `PENDING_TTL`; confirming looks again, so what was said about the
@@ -24,22 +26,22 @@ the conversation's exports in progress and deletes its files in DATA_DIR/.export
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from membot.core.forget_words import Words, text_of
 from membot.core.turn import Incoming
 from membot.export.watch import ExportWatch
 from membot.ids import TELEGRAM, ConversationId
-from membot.memory.contract.models import Message, sources_text
+from membot.memory.contract.models import Message
 from membot.memory.contract.repository import ChatRepository
+from membot.schedule.models import Task
+from membot.schedule.store import TaskStore
 from membot.search import HistorySearch
-from membot.search.text import normalize, query_terms, stems
 from membot.tasks import TaskSupervisor
 
 log = logging.getLogger(__name__)
@@ -47,46 +49,6 @@ log = logging.getLogger(__name__)
 PENDING_TTL = 600.0  # seconds a request waits for its confirmation
 MAX_PENDING = 1000
 _BATCH = 1000  # messages matched per worker-thread hop
-
-
-class Words:
-    """What a request looks for, and whether a text holds it."""
-
-    def __init__(self, words: str) -> None:
-        self.phrase = normalize(" ".join(words.split()))
-        self.stems = frozenset(stems(" ".join(query_terms(words))))
-
-    def __bool__(self) -> bool:
-        return bool(self.stems)
-
-    def held_by(self, text: str) -> bool:
-        norm = normalize(text)
-        if self.phrase and self.phrase in norm:
-            return True
-        # Snowball changes only a word's ending: a stem's first letters are in the text.
-        if not all(stem[:3] in norm for stem in self.stems):
-            return False
-        return self.stems <= set(stems(text))
-
-
-def said(message: Message, documents: Sequence[str] = ()) -> str:
-    """Everything the archive keeps of what a message said, as one text."""
-    quote = message.delivery.quote if message.delivery else ""  # a group's answer quotes
-    cited = [c.quote for c in message.citations]  # an answer's quotes of the archive
-    # An imported message's name is its conversation's title ("ChatGPT: <title>").
-    title = message.name if message.origin is not None else None
-    parts = [message.content, sources_text(message.sources), quote, *cited, *documents, title]
-    parts += [a.name or "" for a in message.attachments]
-    for call in message.tool_calls:
-        arguments = str((call.get("function") or {}).get("arguments", ""))
-        parts.append(arguments)
-        with contextlib.suppress(ValueError):  # "\u0445" in the JSON is "х" in the text
-            parts.append(json.dumps(json.loads(arguments), ensure_ascii=False))
-    return "\n".join(part for part in parts if part)
-
-
-def _text(message: Message, documents: Sequence[bytes]) -> str:
-    return said(message, [d.decode("utf-8", errors="replace") for d in documents])
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +61,12 @@ class Found:
     facts: tuple[str, ...] = ()
     # The current summary says the words (its messages may be trimmed away: Redis).
     summary: bool = False
+    # The chat's reminders and scheduled tasks whose text holds the words.
+    tasks: tuple[Task, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.seqs and not self.facts and not self.summary
+        return not self.seqs and not self.facts and not self.summary and not self.tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +76,7 @@ class Forgotten:
     messages: int
     facts: int
     summary: bool = False  # a summary said the words: it and the later ones are made again
+    tasks: int = 0  # scheduled tasks cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +103,8 @@ class Forgetting:
     clock: Callable[[], float] = time.monotonic
     # This process's exports in progress and DATA_DIR/.exports: none, in a core without them.
     exports: ExportWatch | None = None
+    # The chats' reminders and scheduled tasks (a Telegram chat's): none, without TASKS' store.
+    task_store: TaskStore | None = None
     _pending: OrderedDict[str, Request] = field(default_factory=OrderedDict)
 
     async def find(self, cid: ConversationId, words: str, member: int | None = None) -> Found:
@@ -154,7 +121,9 @@ class Forgetting:
 
         async def match() -> None:
             # Off the loop: a document's text is decoded and every text matched there.
-            hits = await asyncio.to_thread(lambda: [wanted.held_by(_text(m, d)) for m, d in batch])
+            hits = await asyncio.to_thread(
+                lambda: [wanted.held_by(text_of(m, d)) for m, d in batch]
+            )
             for (message, _), hit in zip(batch, hits, strict=True):
                 if hit or (message.role == "tool" and message.tool_call_id in calls):
                     seqs.append(message.seq)
@@ -175,7 +144,20 @@ class Forgetting:
         facts = [f for f in await self.repository.get_facts(cid) if wanted.held_by(f)]
         summary = await self.repository.get_summary(cid)
         said = bool(summary) and await asyncio.to_thread(wanted.held_by, summary)
-        return Found(tuple(seqs), tuple(shown), tuple(facts), said)
+        return Found(
+            tuple(seqs), tuple(shown), tuple(facts), said, await self._tasks(cid, wanted, member)
+        )
+
+    async def _tasks(
+        self, cid: ConversationId, wanted: Words, member: int | None
+    ) -> tuple[Task, ...]:
+        """The chat's tasks whose text holds the words (a member's: the ones they set)."""
+        if self.task_store is None or cid.namespace != TELEGRAM:
+            return ()
+        tasks = await self.task_store.tasks(cid.chat_id)
+        return tuple(
+            t for t in tasks if (member is None or t.author == member) and wanted.held_by(t.text)
+        )
 
     async def _documents(self, cid: ConversationId, message: Message) -> list[bytes]:
         found = []
@@ -238,6 +220,11 @@ class Forgetting:
         # Any summary saying the words goes, with the later ones: made again from what is left.
         wanted = Words(request.words)
         count = await self.repository.forget(cid, found.seqs, found.facts, wanted.held_by)
+        cancelled = 0
+        if self.task_store is not None:
+            # Cancelled: removed from the store, their text with them (tasks.json, the hash).
+            for task in found.tasks:
+                cancelled += await self.task_store.remove(task.chat, task.id) is not None
         if self.search is not None:
             await self.search.rebuild(cid)
         if self.exports is not None:
@@ -245,13 +232,14 @@ class Forgetting:
             # any a killed process left deleted.
             await self.exports.forgotten(cid)
         log.info(
-            "%s: forgot %d message(s) and %d fact(s)%s",
+            "%s: forgot %d message(s), %d fact(s), %d task(s)%s",
             cid,
             count,
             len(found.facts),
+            cancelled,
             ", and the summary" if found.summary else "",
         )
-        return Forgotten(count, len(found.facts), found.summary)
+        return Forgotten(count, len(found.facts), found.summary, cancelled)
 
     def desk(self, incoming: Incoming) -> ForgetDesk | None:
         """The model's way to ask for a turn: only in a Telegram chat's own turn (the

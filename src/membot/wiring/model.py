@@ -109,6 +109,8 @@ def build_agent(
         mcp=mcp,
         # Offered the servers MCP_PUBLIC does not name (core/offers.py).
         admins=settings.limits.admin_user_ids,
-        # /forget: what it reaches besides the memory, the conversation's exports.
-        forgetting=Forgetting(repository, search, tasks, exports=export_watch),
+        # /forget: what it reaches besides the memory, the chat's tasks and its exports.
+        forgetting=Forgetting(
+            repository, search, tasks, exports=export_watch, task_store=task_store
+        ),
     )

@@ -116,6 +116,8 @@ async def pressed(
         done = words.DONE.format(messages=forgotten.messages, facts=forgotten.facts)
         if forgotten.summary:
             done += "\n\n" + words.DONE_SUMMARY
+        if forgotten.tasks:
+            done += "\n\n" + words.DONE_TASKS.format(tasks=forgotten.tasks)
     await _answer(query)
     # The list goes with the buttons: it quoted what was to be forgotten.
     await edit_personal(bot, message, done)

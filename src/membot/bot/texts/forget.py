@@ -20,6 +20,8 @@ class ForgetTexts:
     CONFIRM_HERE: str  # under the buttons sent privately when the group took no ephemeral
     DONE: str  # {messages}, {facts}
     IN_SUMMARY: str  # listed when the chat's summary says the words
+    TASK: str  # before a listed task's time and text
+    DONE_TASKS: str  # {tasks}: cancelled, under DONE
     DONE_SUMMARY: str  # under DONE when it did
     CANCELLED: str
     EXPIRED: str
@@ -55,6 +57,8 @@ EN = ForgetTexts(
     IN_SUMMARY=(
         "The chat's summary says them too: it will be made again from what is left, without them."
     ),
+    TASK="Task (cancelled if you erase), next",
+    DONE_TASKS="Cancelled {tasks} scheduled task(s) that held them (/tasks lists what is left).",
     DONE_SUMMARY=("The summary that said them is gone too; a new one is made from what is left."),
     CANCELLED="Nothing was erased.",
     EXPIRED="This request has expired: send /forget again.",
@@ -90,6 +94,8 @@ RU = ForgetTexts(
     IN_SUMMARY=(
         "Они есть и в сводке чата: она будет сделана заново из того, что останется, без них."
     ),
+    TASK="Задача (будет отменена), в следующий раз",
+    DONE_TASKS="Отменено задач с этими словами: {tasks} (оставшиеся — в /tasks).",
     DONE_SUMMARY="Сводка, в которой они были, тоже стёрта; новая делается из того, что осталось.",
     CANCELLED="Ничего не стёрто.",
     EXPIRED="Этот запрос устарел: отправьте /forget ещё раз.",

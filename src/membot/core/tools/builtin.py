@@ -135,9 +135,11 @@ async def forget_messages(
         )
     found = await ctx.forgetting.request(words)
     if found.empty:
-        return "No message or fact of this chat holds those words: nothing to forget."
+        return "No message, fact or task of this chat holds those words: nothing to forget."
+    more = f", {len(found.tasks)} scheduled task(s) (cancelled if confirmed)" if found.tasks else ""
+    more += ", and the chat's summary" if found.summary else ""
     return (
-        f"Found {len(found.seqs)} message(s) and {len(found.facts)} fact(s). The user has "
+        f"Found {len(found.seqs)} message(s), {len(found.facts)} fact(s){more}. The user has "
         "been asked to confirm with a button under the list; nothing is forgotten until "
         "they press it. Tell them so briefly, without repeating the words."
     )
