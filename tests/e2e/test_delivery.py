@@ -17,6 +17,8 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from membot.bot.render import render
+from membot.memory.contract.delivery import DeliveryMark
+from membot.memory.files.delivery import read_mark
 from tests.conftest import bot_env
 from tests.e2e.helpers import roles_and_texts
 from tests.e2e.processes import Runs
@@ -37,11 +39,10 @@ def answered(data_dir: Path, text: str) -> Callable[[], bool]:
     return lambda: ("assistant", text) in roles_and_texts(data_dir, CHAT)
 
 
-def read_mark(path: Path) -> object:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):  # not there, or being replaced
-        return None
+def pending(data_dir: Path) -> DeliveryMark | None:
+    """What the chat's delivery record says is left to send (None: nothing), as the
+    restarted bot reads it."""
+    return read_mark(data_dir / str(CHAT))
 
 
 def texts_to(tg: FakeTelegram) -> list[str]:
@@ -87,7 +88,7 @@ async def test_an_answer_stored_during_a_flood_wait_is_sent_once_after_a_kill(
         ("user", "second question"),
         ("assistant", "Second answer."),
     ]
-    assert not (data_dir / str(CHAT) / "undelivered.json").exists()
+    assert pending(data_dir) is None
     assert "Traceback" not in runs.log()
 
 
@@ -103,19 +104,18 @@ async def test_a_long_answer_cut_after_its_first_message_is_resumed_after_it(
     runs = Runs(tmp_path, env_for(tg, llm, data_dir))
     llm.script(Reply(content=long))
     tg.fail_next("sendMessage", 429, FLOOD, chat_id=CHAT, after=1)
-    mark = data_dir / str(CHAT) / "undelivered.json"
     try:
         first = await runs.spawn("run")
         tg.push_text(CHAT, "tell me a lot")
         await runs.until("the first message sent", lambda: len(texts_to(tg)) == 1)
         # The second's request came back refused: it is known not to have been sent.
-        progress = {"after": 0, "seq": 2, "parts": 1}
-        await runs.until("its progress kept", lambda: read_mark(mark) == progress)
+        progress = DeliveryMark(after=0, seq=2, parts=1)
+        await runs.until("its progress kept", lambda: pending(data_dir) == progress)
         await runs.kill(first)
         second = await runs.spawn("run")
         await runs.wait_started("run", 2)
         await runs.until("the rest sent", lambda: len(texts_to(tg)) >= 3, PROMPTLY)
-        await runs.until("the mark cleared", lambda: not mark.exists())
+        await runs.until("nothing left to send", lambda: pending(data_dir) is None)
         await runs.stop(second)
     finally:
         runs.close()
@@ -132,19 +132,18 @@ async def test_a_user_who_blocked_the_bot_is_logged_and_given_up(
     runs = Runs(tmp_path, env_for(tg, llm, data_dir))
     llm.script(Reply(content="Private words for you."))
     tg.fail_next("sendMessage", 429, FLOOD, chat_id=CHAT)
-    mark = data_dir / str(CHAT) / "undelivered.json"
     try:
         first = await runs.spawn("run")
         tg.push_text(CHAT, "a question")
         await runs.until("the answer stored", answered(data_dir, "Private words for you."))
         await runs.until("the flood-wait", lambda: bool(tg.errors))
         await runs.kill(first)
-        assert mark.exists()
+        assert pending(data_dir) is not None
         tg.fail_next("sendMessage", 403, "Forbidden: bot was blocked by the user", chat_id=CHAT)
         tries = tg.call_count("sendMessage")
         second = await runs.spawn("run")
         await runs.wait_started("run", 2)
-        await runs.until("the answer given up", lambda: not mark.exists(), PROMPTLY)
+        await runs.until("the answer given up", lambda: pending(data_dir) is None, PROMPTLY)
         await runs.stop(second)
     finally:
         runs.close()

@@ -799,6 +799,23 @@ async def test_turns_without_an_answer_to_send_leave_no_mark(repository: ChatRep
     assert await repository.undelivered("tg") == []
 
 
+async def test_turns_and_forgetting_after_delivery_leave_nothing_to_send(
+    repository: ChatRepository,
+) -> None:
+    """Every answer delivered: a turn with nothing to send, and a message forgotten, leave
+    nothing to send; the next answer is marked from where the archive ends."""
+    cid = tg(46)
+    await repository.append(cid, [user("q1"), answer("a1")])
+    await repository.mark_delivered(cid, 2)
+    await repository.append(cid, [user("q2"), bot("a2")])
+    assert await repository.delivery_mark(cid) is None
+    await repository.forget(cid, [1], [])
+    assert await repository.delivery_mark(cid) is None
+    assert await repository.undelivered("tg") == []
+    await repository.append(cid, [user("q3"), answer("a3")])
+    assert await repository.delivery_mark(cid) == DeliveryMark(after=4)
+
+
 async def test_marks_are_per_conversation_and_go_with_a_reset(repository: ChatRepository) -> None:
     await repository.append(ONE, [user("q"), answer("a")])
     await repository.append(GROUP, [user("q"), answer("a", reply_to=1)])

@@ -13,6 +13,7 @@ import pytest
 
 from membot.ids import ConversationId
 from membot.memory import ConversationState, FileRepository, Message, SessionConfig
+from membot.memory.contract.delivery import Delivery, DeliveryMark
 
 SESSION = ConversationId.api("5c3e0f5e-6f1d-4b0a-9a53-2f0c2b1d7e11")
 
@@ -433,3 +434,61 @@ async def test_only_the_most_recent_contexts_are_kept(tmp_path: Path) -> None:
     # The first chats were let go (memory stays bounded); they are read again from disk.
     assert (await repo.context(tg(1), 20)).history[0].content == "hello from 1"
     assert (await repo.context(tg(CAPACITY + 9), 20)).meta.messages_total == 1
+
+
+# -- the delivery record: one per conversation, rewritten in place --------------------------
+
+
+def to_send(text: str) -> Message:
+    return Message(role="assistant", content=text, delivery=Delivery())
+
+
+async def test_answers_reuse_one_delivery_record_written_in_place(tmp_path: Path) -> None:
+    """The first answer creates the chat's record; later answers and their deliveries
+    rewrite that same file in place (same inode, same size), never a new file per answer."""
+    repo = FileRepository(tmp_path)
+    record = tmp_path / "42" / "undelivered.json"
+    await repo.append(tg(42), [user("q1"), to_send("a1")])
+    first = os.stat(record)
+    await repo.mark_delivered(tg(42), 2, 0, sending=True)
+    await repo.mark_delivered(tg(42), 2)
+    for n in (3, 5):
+        await repo.append(tg(42), [user("q"), to_send("a")])
+        assert await repo.delivery_mark(tg(42)) == DeliveryMark(after=n - 1)
+        await repo.mark_delivered(tg(42), n + 1, 0, sending=True)
+        await repo.mark_delivered(tg(42), n + 1)
+        assert await repo.delivery_mark(tg(42)) is None
+    now = os.stat(record)
+    assert (now.st_ino, now.st_size) == (first.st_ino, first.st_size)
+    assert await repo.undelivered("tg") == []
+
+
+async def test_a_mark_left_by_an_earlier_version_is_still_sent(tmp_path: Path) -> None:
+    """An earlier version's mark (`{"after": 2}`, there only while answers were unsent)
+    still names the answers to send after an upgrade, and clears once they are."""
+    repo = FileRepository(tmp_path)
+    await repo.append(tg(42), [user("q1"), Message(role="assistant", content="a1")])
+    await repo.append(tg(42), [user("q2"), Message(role="assistant", content="a2")])
+    (tmp_path / "42" / "undelivered.json").write_text('{"after":2}')
+    repo = FileRepository(tmp_path)
+    assert await repo.undelivered("tg") == [tg(42)]
+    assert await repo.delivery_mark(tg(42)) == DeliveryMark(after=2)
+    await repo.mark_delivered(tg(42), 4)
+    assert await repo.delivery_mark(tg(42)) is None
+    await repo.append(tg(42), [user("q3"), to_send("a3")])
+    assert await repo.delivery_mark(tg(42)) == DeliveryMark(after=4)
+
+
+async def test_an_unreadable_delivery_record_is_replaced_by_the_next_answer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A damaged record sends nothing (its answers are unknown: logged), and the next
+    answer's append writes a new one, so that answer is not lost."""
+    repo = FileRepository(tmp_path)
+    await repo.append(tg(42), [user("q1"), to_send("a1")])
+    (tmp_path / "42" / "undelivered.json").write_bytes(b"\x00garbage")
+    with caplog.at_level(logging.WARNING):
+        assert await repo.undelivered("tg") == []
+    assert "unreadable undelivered.json" in caplog.text
+    await repo.append(tg(42), [user("q2"), to_send("a2")])
+    assert await repo.delivery_mark(tg(42)) == DeliveryMark(after=2)

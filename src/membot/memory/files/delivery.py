@@ -1,81 +1,169 @@
 """The file backend's delivery mark (memory/contract/delivery.py): `undelivered.json` in the
-conversation's directory, there only while a stored answer may not have been sent.
+conversation's directory, a record of a fixed size rewritten in place.
 
-It is created, synced, before the append of an answer to send (so no crash can leave the
-answer without it) and removed once the answer is sent; start-up lists the directories that
-have one, one `stat` each, reading no archive. Its later changes (a part sent, an answer
-done) are plain renames, not synced: a power cut may cost a second copy of an answer, never
-the answer."""
+The record holds a `DeliveryMark` and the archive (`messages.txt`'s inode and size) as it
+was when the mark was written. A stored answer may be unsent while the archive is no longer
+that one: an append with an answer to send writes nothing here, since its own synced line
+makes the archive differ from the record (so no crash can leave the answer without a
+mark). Only a conversation's first answer creates the record, synced (temporary file,
+rename, the directory's fsync) before the append's write. Sending an answer changes the
+record in place, one write of `RECORD` bytes at offset 0, not synced: a kill -9 finds it
+in the page cache, and a power cut that loses it brings back an older record, which may cost
+a second copy of an answer, never the answer. Delivered, it records the archive as it is
+then: nothing pending. Start-up reads each conversation's record and stats its archive,
+reading no archive. A record an earlier version left (no archive in it) means pending.
+
+A write that changes the archive without an answer to send (an append of another kind, a
+forget's rewrite) carries a record that said "nothing pending" along to the new archive, so
+that only answers make a conversation pending.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
 import logging
 import os
-import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from membot.durable import replace_atomic, write_all
+from membot.durable import replace_atomic
 from membot.ids import ConversationId
 from membot.locks import KeyedLocks
 from membot.memory.contract.delivery import DeliveryMark, progress
-from membot.memory.files.archive import read_small, read_tail
+from membot.memory.files.archive import read_small, tail_of
 from membot.memory.files.layout import MESSAGES, listing
 
 log = logging.getLogger(__name__)
 
 UNDELIVERED = "undelivered.json"
+# The record's size: its JSON padded with spaces, so that every change is one write in place.
+RECORD = 192
+
+Archive = tuple[int, int]  # messages.txt's (inode, size); (0, 0) when there is none
 
 
-def mark_pending(directory: Path, after: int) -> None:
-    """Leave the mark "answers after `after` may be unsent" unless there is one (blocking)."""
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A mark, and the archive it was written against (None: an earlier version's mark)."""
+
+    mark: DeliveryMark
+    archive: Archive | None
+
+    def to_bytes(self) -> bytes:
+        data: dict[str, Any] = json.loads(self.mark.to_json())
+        if self.archive is not None:
+            data["archive"] = list(self.archive)
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        if len(raw) > RECORD - 1:
+            raise ValueError("a delivery record longer than its fixed size")
+        return raw.ljust(RECORD - 1) + b"\n"
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Record:
+        """ValueError when it is not a record."""
+        mark = DeliveryMark.from_json(raw)
+        archive = json.loads(raw).get("archive")
+        if archive is None:
+            return cls(mark, None)
+        try:
+            ino, size = (int(n) for n in archive)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not a delivery record ({exc})") from None
+        return cls(mark, (ino, size))
+
+    def pending(self, archive: Archive) -> DeliveryMark | None:
+        """The mark while an answer may be unsent (the archive changed); None otherwise."""
+        return None if self.archive == archive else self.mark
+
+
+def archive_of(directory: Path) -> Archive:
+    try:
+        st = os.stat(directory / MESSAGES)
+    except FileNotFoundError:
+        return (0, 0)
+    return (st.st_ino, st.st_size)
+
+
+def load(directory: Path) -> Record | None:
+    """The record; None when there is none, or it cannot be read (logged; the next answer's
+    append writes a new one)."""
     path = directory / UNDELIVERED
-    if not path.exists():
-        replace_atomic(path, DeliveryMark(after).to_json().encode())
+    for _ in range(2):  # once more: a read may meet a rewrite in progress, in a worker thread
+        try:
+            return Record.from_bytes(read_small(path))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            error = exc
+    # Which answers it meant is lost: sending them all again could repeat a whole chat.
+    log.warning("%s: unreadable %s (%s); its answers are not resent", directory, path.name, error)
+    return None
+
+
+def rewrite(directory: Path, record: Record) -> None:
+    """The record changed in place: one write, not synced (see the module's docstring)."""
+    fd = os.open(directory / UNDELIVERED, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.pwrite(fd, record.to_bytes(), 0)
+    finally:
+        os.close(fd)
+
+
+def mark_pending(directory: Path, after: int, archive: Archive) -> None:
+    """Before the append of an answer to send, on `archive` (as it is before the write):
+    the conversation's first answer creates the record, synced; later ones need nothing,
+    their own line makes the archive differ from the record (blocking)."""
+    if load(directory) is None:  # none yet, or unreadable
+        replace_atomic(directory / UNDELIVERED, Record(DeliveryMark(after), archive).to_bytes())
+
+
+def follow(directory: Path, before: Archive, after: Archive, last: int) -> None:
+    """The archive went from `before` to `after` without an answer to send (its last seq now
+    `last`): a record that said "nothing pending" says it of the new archive. Not synced: a
+    power cut that loses it leaves a mark with nothing after it to send (blocking)."""
+    record = load(directory)
+    if record is not None and record.archive == before:
+        rewrite(directory, Record(DeliveryMark(max(record.mark.after, last)), after))
 
 
 def read_mark(directory: Path) -> DeliveryMark | None:
-    path = directory / UNDELIVERED
-    try:
-        return DeliveryMark.from_json(read_small(path))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        # Which answers it meant is lost: sending them all again could repeat a whole chat.
-        log.warning("%s: unreadable %s (%s); its answers are not resent", directory, path.name, exc)
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return None
+    record = load(directory)
+    return None if record is None else record.pending(archive_of(directory))
 
 
 def set_mark(directory: Path, upto: int, parts: int | None, sending: bool) -> None:
-    mark = read_mark(directory)
-    if mark is None:
+    record = load(directory)
+    mark = None if record is None else record.pending(archive_of(directory))
+    if record is None or mark is None:
         return
     # The archive's end matters only to an answer done (is anything stored after it?): a
     # part's progress, recorded before each message is sent, does not read it.
-    last = read_tail(directory / MESSAGES, 1) if parts is None else []
-    new = progress(mark, upto, parts, sending, last[-1].seq if last else 0)
-    path = directory / UNDELIVERED
-    if new is None:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    last, archive = (0, record.archive) if parts is not None else _archive_end(directory)
+    new = progress(mark, upto, parts, sending, last)
+    if new is None:  # all delivered: nothing is pending on the archive as it is now
+        rewrite(directory, Record(DeliveryMark(last), archive))
+    else:
+        rewrite(directory, Record(new, record.archive))
+
+
+def _archive_end(directory: Path) -> tuple[int, Archive]:
+    """The archive's last seq and what it is (inode, size), from one descriptor."""
+    path = directory / MESSAGES
     try:
-        write_all(fd, new.to_json().encode())
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0, (0, 0)
+    try:
+        last, _, size = tail_of(fd, 1, path)
+        return (last[0].seq if last else 0), (os.fstat(fd).st_ino, size)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
 
 
 def marked(root: Path, namespace: str) -> list[ConversationId]:
-    return [
-        c for c in listing(root, namespace) if (root / c.relative_path() / UNDELIVERED).exists()
-    ]
+    return [c for c in listing(root, namespace) if read_mark(root / c.relative_path()) is not None]
 
 
 class _Files(Protocol):
@@ -92,7 +180,8 @@ class FileDeliveries:
         return await asyncio.to_thread(marked, self.root, namespace)
 
     async def delivery_mark(self: _Files, cid: ConversationId) -> DeliveryMark | None:
-        return await asyncio.to_thread(read_mark, self.conversation_dir(cid))
+        async with self._lock(cid):  # not beside a rewrite of the record
+            return await asyncio.to_thread(read_mark, self.conversation_dir(cid))
 
     async def mark_delivered(
         self: _Files,
@@ -102,7 +191,7 @@ class FileDeliveries:
         sending: bool = False,
     ) -> None:
         # Under the conversation's lock: an append between reading the archive's end and
-        # removing the mark would be left without one.
+        # recording it would be taken for delivered.
         async with self._lock(cid):
             directory = self.conversation_dir(cid)
             await asyncio.to_thread(set_mark, directory, upto, parts, sending)

@@ -32,6 +32,7 @@ from membot.memory.contract.models import (
     new_generation,
     parse_iso,
 )
+from membot.memory.files.delivery import archive_of, follow
 from membot.memory.files.layout import (
     FILES,
     MESSAGES,
@@ -67,7 +68,10 @@ def forget_sync(
     if not wanted and not facts and cut is None:
         return 0
     files: list[str] = []
+    before = archive_of(directory)
     found = _rewrite_archive(directory / MESSAGES, wanted, files) if wanted else 0
+    # A new archive: a delivery record that said "nothing pending" says it of this one.
+    follow(directory, before, archive_of(directory), 0)
     for key in files:
         with contextlib.suppress(FileNotFoundError, ValueError):
             (directory / FILES / check_file_key(key)).unlink()

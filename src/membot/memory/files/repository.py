@@ -8,7 +8,8 @@ DATA_DIR/<chat id>/ for Telegram chats, DATA_DIR/<namespace>/<key>/ for the othe
     summaries.log   JSON Lines: every summary made, with its time and the seq range it covers
     meta.json       counters, timestamps, generation, state (replaced atomically)
     facts.json      facts the user asked to keep (replaced atomically)
-    undelivered.json  there while a stored answer may not have been sent (delivery.py)
+    undelivered.json  which stored answers may not have been sent: one record, rewritten in
+                    place (delivery.py)
     files/<key>     the conversation's files: images, documents' text (memory/contract/attachment.py
                     names them; each written atomically and synced before the turn that
                     refers to it is appended)
@@ -50,7 +51,7 @@ from membot.memory.files.archive import (
     read_text,
     tail_of,
 )
-from membot.memory.files.delivery import FileDeliveries, mark_pending
+from membot.memory.files.delivery import FileDeliveries, follow, mark_pending
 from membot.memory.files.forget import FileForget
 from membot.memory.files.hot import HotContexts, read_context
 from membot.memory.files.layout import (
@@ -217,10 +218,12 @@ class FileRepository(FileDeliveries, FileForget):
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
             last, torn, size = tail_of(fd, 1, path)
+            before = (os.fstat(fd).st_ino, size)
             seq = last[0].seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
-            if any(m.delivery is not None for m in stored):
-                mark_pending(directory, seq)  # before the answer is there to be missed
+            to_send = any(m.delivery is not None for m in stored)
+            if to_send:
+                mark_pending(directory, seq, before)  # before the answer is there to be missed
             payload = "".join(m.to_json() + "\n" for m in stored).encode()
             if torn:
                 # A crash tore the last line: end it so our first line starts clean.
@@ -230,6 +233,8 @@ class FileRepository(FileDeliveries, FileForget):
             fdatasync(fd)
         finally:
             os.close(fd)
+        if not to_send:
+            follow(directory, before, (before[0], size + len(payload)), stored[-1].seq)
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
             fsync_dir(directory)
