@@ -24,9 +24,10 @@ import asyncio
 import json
 import logging
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from membot.durable import replace_atomic
 from membot.ids import ConversationId
@@ -78,6 +79,14 @@ class Record:
         return None if self.archive == archive else self.mark
 
 
+class _Unknown:
+    """Not known: to be read from the file."""
+
+
+UNKNOWN = _Unknown()
+Known: TypeAlias = Record | _Unknown | None
+
+
 def archive_of(directory: Path) -> Archive:
     try:
         st = os.stat(directory / MESSAGES)
@@ -111,21 +120,27 @@ def rewrite(directory: Path, record: Record) -> None:
         os.close(fd)
 
 
-def mark_pending(directory: Path, after: int, archive: Archive) -> None:
+def mark_pending(directory: Path, after: int, archive: Archive) -> Record:
     """Before the append of an answer to send, on `archive` (as it is before the write):
     the conversation's first answer creates the record, synced; later ones need nothing,
-    their own line makes the archive differ from the record (blocking)."""
-    if load(directory) is None:  # none yet, or unreadable
-        replace_atomic(directory / UNDELIVERED, Record(DeliveryMark(after), archive).to_bytes())
+    their own line makes the archive differ from the record (blocking). The record."""
+    record = load(directory)
+    if record is None:  # none yet, or unreadable
+        record = Record(DeliveryMark(after), archive)
+        replace_atomic(directory / UNDELIVERED, record.to_bytes())
+    return record
 
 
-def follow(directory: Path, before: Archive, after: Archive, last: int) -> None:
+def follow(directory: Path, before: Archive, after: Archive, last: int) -> Record | None:
     """The archive went from `before` to `after` without an answer to send (its last seq now
     `last`): a record that said "nothing pending" says it of the new archive. Not synced: a
-    power cut that loses it leaves a mark with nothing after it to send (blocking)."""
+    power cut that loses it leaves a mark with nothing after it to send (blocking). The
+    record."""
     record = load(directory)
     if record is not None and record.archive == before:
-        rewrite(directory, Record(DeliveryMark(max(record.mark.after, last)), after))
+        record = Record(DeliveryMark(max(record.mark.after, last)), after)
+        rewrite(directory, record)
+    return record
 
 
 def read_mark(directory: Path) -> DeliveryMark | None:
@@ -133,19 +148,28 @@ def read_mark(directory: Path) -> DeliveryMark | None:
     return None if record is None else record.pending(archive_of(directory))
 
 
-def set_mark(directory: Path, upto: int, parts: int | None, sending: bool) -> None:
-    record = load(directory)
+def set_mark(
+    directory: Path, upto: int, parts: int | None, sending: bool, known: Known = UNKNOWN
+) -> Record | None:
+    """Move the mark (see `progress`); the record as it is afterwards. `known`: the record
+    as this process last read or wrote it, not read again."""
+    record = load(directory) if isinstance(known, _Unknown) else known
     mark = None if record is None else record.pending(archive_of(directory))
     if record is None or mark is None:
-        return
+        return record
     # The archive's end matters only to an answer done (is anything stored after it?): a
     # part's progress, recorded before each message is sent, does not read it.
     last, archive = (0, record.archive) if parts is not None else _archive_end(directory)
     new = progress(mark, upto, parts, sending, last)
-    if new is None:  # all delivered: nothing is pending on the archive as it is now
-        rewrite(directory, Record(DeliveryMark(last), archive))
-    else:
-        rewrite(directory, Record(new, record.archive))
+    # All delivered: nothing is pending on the archive as it is now.
+    done = Record(DeliveryMark(last), archive) if new is None else Record(new, record.archive)
+    rewrite(directory, done)
+    return done
+
+
+def read_record(directory: Path) -> tuple[Record | None, DeliveryMark | None]:
+    record = load(directory)
+    return record, None if record is None else record.pending(archive_of(directory))
 
 
 def _archive_end(directory: Path) -> tuple[int, Archive]:
@@ -166,9 +190,39 @@ def marked(root: Path, namespace: str) -> list[ConversationId]:
     return [c for c in listing(root, namespace) if read_mark(root / c.relative_path()) is not None]
 
 
+class KnownRecords:
+    """The records this process last read or wrote, by conversation (None: it has none),
+    least recently used first out. The backend is the only writer of its DATA_DIR (as for
+    its contexts, memory/files/hot.py), so a record it knows is not read again: the
+    delivery of an answer asks for its chat's mark first (bot/outbox.py), and a worker
+    thread's hop for it would cost tens of microseconds where the stat of the archive that
+    says whether it is pending costs a few, in the event loop. Only that thread touches it.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._known: OrderedDict[ConversationId, Record | None] = OrderedDict()
+
+    def get(self, cid: ConversationId) -> Known:
+        if cid not in self._known:
+            return UNKNOWN
+        self._known.move_to_end(cid)
+        return self._known[cid]
+
+    def put(self, cid: ConversationId, record: Record | None) -> None:
+        self._known[cid] = record
+        self._known.move_to_end(cid)
+        while len(self._known) > self.capacity:
+            self._known.popitem(last=False)
+
+    def drop(self, cid: ConversationId) -> None:
+        self._known.pop(cid, None)
+
+
 class _Files(Protocol):
     root: Path
     _lock: KeyedLocks
+    _records: KnownRecords
 
     def conversation_dir(self, cid: ConversationId) -> Path: ...
 
@@ -181,7 +235,14 @@ class FileDeliveries:
 
     async def delivery_mark(self: _Files, cid: ConversationId) -> DeliveryMark | None:
         async with self._lock(cid):  # not beside a rewrite of the record
-            return await asyncio.to_thread(read_mark, self.conversation_dir(cid))
+            directory = self.conversation_dir(cid)
+            known = self._records.get(cid)
+            if not isinstance(known, _Unknown):
+                # One stat in the event loop, not a thread's hop (see KnownRecords).
+                return None if known is None else known.pending(archive_of(directory))
+            record, mark = await asyncio.to_thread(read_record, directory)
+            self._records.put(cid, record)
+            return mark
 
     async def mark_delivered(
         self: _Files,
@@ -194,4 +255,7 @@ class FileDeliveries:
         # recording it would be taken for delivered.
         async with self._lock(cid):
             directory = self.conversation_dir(cid)
-            await asyncio.to_thread(set_mark, directory, upto, parts, sending)
+            known = self._records.get(cid)
+            self._records.drop(cid)  # unknown, should the write fail
+            record = await asyncio.to_thread(set_mark, directory, upto, parts, sending, known)
+            self._records.put(cid, record)

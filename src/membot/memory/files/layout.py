@@ -9,8 +9,10 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
+from membot.clock import utc_now
 from membot.durable import fsync_dir, replace_atomic
 from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
 from membot.memory.contract.models import ChatMeta, CorruptRecord, Message, new_generation
@@ -56,6 +58,46 @@ def load_meta(
     if last is not None and (meta.updated_at is None or last.ts > meta.updated_at):
         meta.updated_at = last.ts  # meta.json is not rewritten by every turn
     return meta
+
+
+def meta_after_append(
+    directory: Path,
+    cid: ConversationId,
+    last: Message | None,
+    stored: Sequence[Message],
+    *,
+    new_file: bool,
+) -> None:
+    """meta.json after an append of `stored` onto an archive whose last message was `last`
+    (blocking), when it needs rewriting at all."""
+    # Meta as the archive had it before this turn (a lost meta write of the previous turn
+    # is made good from its last line), then this turn's counters and state.
+    meta = load_meta(directory, cid, last=last, known=True)
+    if (
+        not new_file
+        and meta.created_at is not None
+        and stored[-1].state is None
+        and (last is None or last.state is None)
+    ):
+        # Nothing that only meta.json holds changed: its counters, its state and its
+        # updated_at are read from the archive's last line (see load_meta). Not rewriting
+        # it saves an fsync'd file per turn. It is rewritten on a new archive, a meta that
+        # had to be rebuilt, a turn that changes the state and the turn after one (in
+        # case that turn's meta write failed).
+        return
+    meta.messages_total = stored[-1].seq
+    meta.adopt_turn_state(stored[-1])
+    meta.created_at = meta.created_at or utc_now()
+    meta.updated_at = stored[-1].ts  # as load_meta reads it from the archive
+    # Synced whole, directory included: after the turn that follows a state change, the
+    # archive's last line no longer holds that state, and a power cut that lost this
+    # rename would bring the old state back. These writes are rare (see above).
+    try:
+        write_meta(directory, meta)
+    except OSError as exc:
+        # The turn is durable and meta is rebuilt from the archive on every read: failing
+        # now would make the caller think the turn was lost, and send it again.
+        log.warning("%s: %s not updated after an append (%s)", cid, META, exc.strerror)
 
 
 def put_file(root: Path, path: Path, data: bytes) -> None:

@@ -29,7 +29,7 @@ import os
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from membot.clock import utc_now
 from membot.durable import (
@@ -51,17 +51,23 @@ from membot.memory.files.archive import (
     read_text,
     tail_of,
 )
-from membot.memory.files.delivery import FileDeliveries, follow, mark_pending
+from membot.memory.files.delivery import (
+    FileDeliveries,
+    KnownRecords,
+    Record,
+    follow,
+    mark_pending,
+)
 from membot.memory.files.forget import FileForget
 from membot.memory.files.hot import HotContexts, read_context
 from membot.memory.files.layout import (
     FILES,
     MESSAGES,
-    META,
     SUMMARIES_LOG,
     SUMMARY,
     listing,
     load_meta,
+    meta_after_append,
     put_file,
     read_file,
     remove,
@@ -88,6 +94,7 @@ class FileRepository(FileDeliveries, FileForget):
         self.root = Path(data_dir)
         self._lock = KeyedLocks()
         self._hot = HotContexts()  # recent contexts, kept true by the writes below
+        self._records = KnownRecords()  # delivery records, likewise
 
     def conversation_dir(self, cid: ConversationId) -> Path:
         return self.root / cid.relative_path()
@@ -147,7 +154,8 @@ class FileRepository(FileDeliveries, FileForget):
             return []
         if state is not None:
             messages = [*messages[:-1], replace(messages[-1], state=state)]
-        return await self._write(cid, self._append_sync, cid, messages, appends=True)
+        stored, _ = await self._write(cid, self._append_sync, cid, messages, appends=True)
+        return stored
 
     async def save_summary(
         self, cid: ConversationId, text: str, covers_from: int, covers_to: int, generation: str
@@ -180,8 +188,9 @@ class FileRepository(FileDeliveries, FileForget):
         self, cid: ConversationId, fn: Callable[..., _T], *args: Any, appends: bool = False
     ) -> _T:
         """Run a write in a worker thread under the conversation's lock, until it is done.
-        The context kept in memory is dropped first (a failed or cancelled write leaves it
-        unknown); an append's messages are added to it afterwards.
+        The context and the delivery record kept in memory are dropped first (a failed or
+        cancelled write leaves them unknown); an append's messages are added to the context
+        afterwards, and the record it leaves is kept.
 
         A cancelled caller (a /reset stopping a summary, a shutdown) cannot stop the thread, so
         the lock is held until the thread finishes: otherwise a reset could run beside a
@@ -189,6 +198,7 @@ class FileRepository(FileDeliveries, FileForget):
         """
         async with self._lock(cid):
             hot = self._hot.pop(cid)
+            self._records.drop(cid)
             work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
             try:
                 result = await asyncio.shield(work)
@@ -197,8 +207,11 @@ class FileRepository(FileDeliveries, FileForget):
                     with contextlib.suppress(asyncio.CancelledError):
                         await asyncio.wait({work})
                 raise
-            if appends and hot is not None:
-                self._hot.appended(cid, hot, result)  # type: ignore[arg-type]
+            if appends:
+                stored, record = cast("tuple[list[Message], Record | None]", result)
+                self._records.put(cid, record)
+                if hot is not None:
+                    self._hot.appended(cid, hot, stored)
             return result
 
     async def close(self) -> None:
@@ -206,7 +219,10 @@ class FileRepository(FileDeliveries, FileForget):
 
     # -- sync internals (worker threads) --------------------------------------------------
 
-    def _append_sync(self, cid: ConversationId, messages: Sequence[Message]) -> list[Message]:
+    def _append_sync(
+        self, cid: ConversationId, messages: Sequence[Message]
+    ) -> tuple[list[Message], Record | None]:
+        """The messages stored, and the chat's delivery record afterwards."""
         directory = self.conversation_dir(cid)
         path = directory / MESSAGES
         new_dir = not directory.is_dir()
@@ -222,8 +238,9 @@ class FileRepository(FileDeliveries, FileForget):
             seq = last[0].seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
             to_send = any(m.delivery is not None for m in stored)
-            if to_send:
-                mark_pending(directory, seq, before)  # before the answer is there to be missed
+            record: Record | None = None
+            if to_send:  # before the answer is there to be missed
+                record = mark_pending(directory, seq, before)
             payload = "".join(m.to_json() + "\n" for m in stored).encode()
             if torn:
                 # A crash tore the last line: end it so our first line starts clean.
@@ -234,39 +251,12 @@ class FileRepository(FileDeliveries, FileForget):
         finally:
             os.close(fd)
         if not to_send:
-            follow(directory, before, (before[0], size + len(payload)), stored[-1].seq)
+            record = follow(directory, before, (before[0], size + len(payload)), stored[-1].seq)
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
             fsync_dir(directory)
-        # Meta as the archive had it before this turn (a lost meta write of the previous turn
-        # is made good from its last line), then this turn's counters and state.
-        meta = load_meta(directory, cid, last=last[0] if last else None, known=True)
-        if (
-            size
-            and meta.created_at is not None
-            and stored[-1].state is None
-            and (not last or last[0].state is None)
-        ):
-            # Nothing that only meta.json holds changed: its counters, its state and its
-            # updated_at are read from the archive's last line (see layout.load_meta). Not rewriting
-            # it saves an fsync'd file per turn. It is rewritten on a new archive, a meta that
-            # had to be rebuilt, a turn that changes the state and the turn after one (in
-            # case that turn's meta write failed).
-            return stored
-        meta.messages_total = stored[-1].seq
-        meta.adopt_turn_state(stored[-1])
-        meta.created_at = meta.created_at or utc_now()
-        meta.updated_at = stored[-1].ts  # as load_meta reads it from the archive
-        # Synced whole, directory included: after the turn that follows a state change, the
-        # archive's last line no longer holds that state, and a power cut that lost this
-        # rename would bring the old state back. These writes are rare (see above).
-        try:
-            write_meta(directory, meta)
-        except OSError as exc:
-            # The turn is durable and meta is rebuilt from the archive on every read: failing
-            # now would make the caller think the turn was lost, and send it again.
-            log.warning("%s: %s not updated after an append (%s)", cid, META, exc.strerror)
-        return stored
+        meta_after_append(directory, cid, last[0] if last else None, stored, new_file=size == 0)
+        return stored, record
 
     def _save_summary_sync(self, cid: ConversationId, summary: Summary, generation: str) -> bool:
         directory = self.conversation_dir(cid)
