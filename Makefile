@@ -18,8 +18,12 @@ run: install ## start the bot (reads .env)
 check-config: install ## validate .env and print the settings, secrets masked
 	$(UV) run --locked membot check-config
 
-test: install ## the whole test suite, offline
-	$(UV) run --locked pytest -q
+# Most tests wait on I/O (fakes, processes, Redis), so more workers than cores pays off;
+# `make test WORKERS=0` runs the suite serially in one process (docs/testing.md).
+WORKERS ?= 4
+
+test: install ## the whole test suite, offline, in WORKERS parallel processes
+	$(UV) run --locked pytest -q -n $(WORKERS)
 
 lint: install ## ruff check + ruff format --check + mypy + import contracts (pyproject.toml)
 	$(UV) run --locked ruff check src tests bench scripts

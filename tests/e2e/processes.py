@@ -44,7 +44,7 @@ class Runs:
         await self.until(f"{count} {role} started", lambda: self.started(role) >= count)
         return time.monotonic()
 
-    async def until(self, what: str, check: Callable[[], bool], timeout: float = 60) -> None:
+    async def until(self, what: str, check: Callable[[], bool], timeout: float = 120) -> None:
         """Poll `check` (the fakes' records, files on disk) until true, with a deadline."""
         deadline = time.monotonic() + timeout
         while not check():
@@ -110,7 +110,7 @@ class PrivateRedis:
         self.proc.send_signal(sig)
 
 
-async def until(predicate: Callable[[], bool], *, what: str, timeout: float = 10.0) -> float:
+async def until(predicate: Callable[[], bool], *, what: str, timeout: float = 30.0) -> float:
     """Wait for an observable condition (polled); how long it took."""
     started = time.monotonic()
     while not predicate():

@@ -64,7 +64,7 @@ def log_lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if text in r.getMessage()]
 
 
-async def until(what: str, check: Callable[[], bool], timeout: float = 20.0) -> None:
+async def until(what: str, check: Callable[[], bool], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

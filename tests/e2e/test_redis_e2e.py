@@ -39,7 +39,7 @@ def on_redis(repo: RedisRepository, **overrides: Any) -> dict[str, Any]:
     return {"storage": "redis", "redis_url": REDIS_URL, "redis_prefix": repo.prefix, **overrides}
 
 
-async def say(tg: FakeTelegram, chat: int, text: str, timeout: float = 10.0) -> str:
+async def say(tg: FakeTelegram, chat: int, text: str, timeout: float = 30.0) -> str:
     before = len(tg.messages_to(chat))
     tg.push_text(chat, text)
     sent = await tg.wait_for_messages(chat, before + 1, timeout=timeout)

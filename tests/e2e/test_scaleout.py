@@ -66,7 +66,7 @@ class Cluster:
             async with self._changed:
                 self._changed.notify_all()
 
-    async def wait_for_line(self, name: str, text: str, timeout: float = 60) -> None:
+    async def wait_for_line(self, name: str, text: str, timeout: float = 120) -> None:
         def logged() -> bool:
             return any(text in line for line in self.output[name])
 
@@ -159,7 +159,7 @@ async def start(cluster: Cluster, tg: FakeTelegram, *, webhook: bool = False) ->
     )
     ready = "setWebhook" if webhook else "getUpdates"
     try:
-        await tg.wait_for_call(ready, timeout=60)
+        await tg.wait_for_call(ready, timeout=120)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{cluster.describe()}") from None
     for n in range(3):

@@ -169,7 +169,7 @@ async def test_an_answer_resent_after_a_kill_has_the_same_links(
         await runs.kill(first)
         assert tg.messages_to(GROUP) == []
         second = await runs.spawn("run")
-        await runs.until("the stored answer sent", lambda: bool(tg.messages_to(GROUP)), 20.0)
+        await runs.until("the stored answer sent", lambda: bool(tg.messages_to(GROUP)))
         await runs.stop(second)
     finally:
         runs.close()

@@ -69,7 +69,7 @@ class MediaEndpoints:
             for r in replies
         )
 
-    async def wait_for_transcriptions(self, count: int, timeout: float = 10.0) -> None:
+    async def wait_for_transcriptions(self, count: int, timeout: float = 30.0) -> None:
         await self.wait_until(
             lambda: len(self.transcription_requests) >= count,
             timeout,

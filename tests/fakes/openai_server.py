@@ -377,7 +377,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
     # ---- waiting ---------------------------------------------------------------------------
 
     async def wait_until(
-        self, predicate: Callable[[], bool], timeout: float = 10.0, *, what: str = "condition"
+        self, predicate: Callable[[], bool], timeout: float = 30.0, *, what: str = "condition"
     ) -> None:
         """Wait until ``predicate()`` holds; AssertionError describing the state otherwise."""
         try:
@@ -390,14 +390,14 @@ class FakeLLM(MediaEndpoints, LocalServer):
                 f"in_flight={self.in_flight}, errors={self.errors}"
             ) from None
 
-    async def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+    async def wait_for_requests(self, count: int, timeout: float = 30.0) -> list[dict[str, Any]]:
         """The first ``count`` accepted requests, once that many have arrived."""
         await self.wait_until(
             lambda: len(self.requests) >= count, timeout, what=f"{count} request(s)"
         )
         return self.requests[:count]
 
-    async def wait_for_in_flight(self, n: int, timeout: float = 10.0) -> None:
+    async def wait_for_in_flight(self, n: int, timeout: float = 30.0) -> None:
         """Wait until at least ``n`` requests are being handled at the same time."""
         await self.wait_until(lambda: self.in_flight >= n, timeout, what=f"{n} in flight")
 

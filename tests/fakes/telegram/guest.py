@@ -63,7 +63,7 @@ class Guest:
         self.push_update({"guest_message": message})
         return query
 
-    async def wait_for_guest_answer(self, query: str, timeout: float = 10.0) -> GuestAnswer:
+    async def wait_for_guest_answer(self, query: str, timeout: float = 30.0) -> GuestAnswer:
         await self.wait_until(
             lambda: query in self.guest_answers, timeout, what=f"the answer to guest query {query}"
         )

@@ -161,7 +161,7 @@ class FakeTelegram(
         return self._polling
 
     async def wait_until(
-        self, predicate: Callable[[], bool], timeout: float = 10.0, *, what: str = "condition"
+        self, predicate: Callable[[], bool], timeout: float = 30.0, *, what: str = "condition"
     ) -> None:
         """Wait until ``predicate()`` holds; AssertionError with the server's state otherwise."""
         if not await self._notifier.wait_for(predicate, timeout):
@@ -170,7 +170,7 @@ class FakeTelegram(
             )
 
     async def wait_for_messages(
-        self, chat_id: int, count: int, timeout: float = 10.0
+        self, chat_id: int, count: int, timeout: float = 30.0
     ) -> list[SentMessage]:
         """The first ``count`` messages sent to ``chat_id``, once that many exist."""
 
@@ -180,14 +180,14 @@ class FakeTelegram(
         await self.wait_until(enough, timeout, what=f"{count} message(s) to chat {chat_id}")
         return self.messages_to(chat_id)[:count]
 
-    async def wait_for_total(self, count: int, timeout: float = 10.0) -> list[SentMessage]:
+    async def wait_for_total(self, count: int, timeout: float = 30.0) -> list[SentMessage]:
         """The first ``count`` messages sent to any chat, once that many exist."""
         await self.wait_until(
             lambda: len(self.sent) >= count, timeout, what=f"{count} message(s) in total"
         )
         return self.sent[:count]
 
-    async def wait_for_call(self, method: str, timeout: float = 10.0, count: int = 1) -> None:
+    async def wait_for_call(self, method: str, timeout: float = 30.0, count: int = 1) -> None:
         """Wait until ``method`` has been called at least ``count`` times (ever)."""
         await self.wait_until(
             lambda: self.call_count(method) >= count, timeout, what=f"{count} call(s) of {method}"

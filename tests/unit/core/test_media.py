@@ -226,8 +226,9 @@ async def test_a_file_that_cannot_be_read_stores_nothing(
 async def test_a_pdf_too_slow_to_read_is_refused_as_broken_and_the_next_one_is_read(
     start_core: Callable[..., Any], llm: FakeLLM
 ) -> None:
-    # pdf_slow() would cost pypdf over a minute; MEDIA_PDF_TIMEOUT kills its reader.
-    core = await start_core(media_pdf_timeout=2.0)
+    # pdf_slow() would cost pypdf over a minute; MEDIA_PDF_TIMEOUT kills its reader. The
+    # timeout covers the next reader's start too, so it leaves room for a loaded machine.
+    core = await start_core(media_pdf_timeout=5.0)
     slow = Upload("document", media_files.pdf_slow(100), mime="application/pdf", name="s.pdf")
     with pytest.raises(BrokenFile):
         await say(core, "read this", slow)

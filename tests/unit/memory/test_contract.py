@@ -64,7 +64,9 @@ async def repository(
         prefix = f"membot-test:{uuid.uuid4().hex}:"
         repo = redis = RedisRepository(create_client(REDIS_URL), prefix=prefix)
         if request.param == "resilient":
-            health = RedisHealth(redis.client.ping)
+            # A budget far above the production one: these tests are about the contract,
+            # and a loaded machine (the suite runs in parallel) must not open the breaker.
+            health = RedisHealth(redis.client.ping, budget=30.0)
             repo = ResilientRepository(redis, health, tmp_path / "redis-spool.jsonl")
     else:  # pragma: no cover - a param without a backend
         raise AssertionError(request.param)
