@@ -5,6 +5,7 @@ a test waits for what it can observe."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import socket
 import subprocess
@@ -25,12 +26,15 @@ class Runs:
         self.env = env
         self.stderr_path = tmp_path / "membot.stderr"
         self._files: list[IO[bytes]] = []
+        self._processes: list[asyncio.subprocess.Process] = []
 
     async def spawn(self, *args: str, **extra: str) -> asyncio.subprocess.Process:
         out = open(self.stderr_path, "ab")  # noqa: SIM115 - closed in close()
         self._files.append(out)
         env = {**self.env, **extra}
-        return await spawn_membot(self.tmp_path, env, *args, stdout=out, stderr=out)
+        process = await spawn_membot(self.tmp_path, env, *args, stdout=out, stderr=out)
+        self._processes.append(process)
+        return process
 
     def log(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -63,6 +67,12 @@ class Runs:
         assert process.returncode == 0, self.log()
 
     def close(self) -> None:
+        """Close the log files; a process a failed test left running is killed, so it cannot
+        outlive the test (and keep answering from a deleted directory)."""
+        for process in self._processes:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
         for out in self._files:
             out.close()
 

@@ -50,7 +50,9 @@ async def test_a_voice_drafts_the_transcript_first_then_the_growing_answer(
         assert head == HEARD and answer.startswith(grown.rstrip())
         assert draft.entities[0] == QUOTE
     lengths = [len(d.text) for d in drafts]
-    assert lengths == sorted(lengths) and lengths[-1] < len(final.text)
+    # The last draft may show the whole answer when the model finished before the message
+    # went out (a loaded machine); never more than the message.
+    assert lengths == sorted(lengths) and lengths[-1] <= len(final.text)
     assert len({d.draft_id for d in drafts}) == 1 and all(d.at < final.at for d in drafts)
     assert_paced(drafts, FAST)
     [user, assistant] = stored(data_dir, CHAT)
