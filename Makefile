@@ -23,7 +23,7 @@ check-config: install ## validate .env and print the settings, secrets masked
 WORKERS ?= 4
 
 test: install ## the whole test suite, offline, in WORKERS parallel processes
-	$(UV) run --locked pytest -q -n $(WORKERS)
+	$(UV) run --locked pytest -q -n $(WORKERS) --dist worksteal
 
 lint: install ## ruff check + ruff format --check + mypy + import contracts (pyproject.toml)
 	$(UV) run --locked ruff check src tests bench scripts
