@@ -19,7 +19,7 @@ from tests.e2e.test_redis_e2e import on_redis
 from tests.fakes import FakeLLM, FakeTelegram, media_files
 from tests.fakes.process import membot_env, spawn_membot
 
-STARTUP = 60.0  # a cold `python -m membot` imports aiogram, pydantic, openai...
+STARTUP = 120.0  # a cold `python -m membot` imports aiogram, pydantic, openai... on a busy machine
 
 
 async def test_a_restart_between_a_photo_and_its_follow_up_keeps_the_photo_in_view(

@@ -32,7 +32,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 CHAT = 9001
 RU_FIRST = "Привет! Помоги мне спланировать поездку в Казань на выходные"
 RU_HELP = texts.get("ru").HELP.format(rounds=3, max_rounds=10)
-STARTUP = 60.0  # a cold `python -m membot` imports aiogram, pydantic, openai...
+STARTUP = 120.0  # a cold `python -m membot` imports aiogram, pydantic, openai... on a busy machine
 
 
 def on_redis(repo: RedisRepository, **overrides: Any) -> dict[str, Any]:
