@@ -7,6 +7,7 @@ round is not counted)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -38,7 +39,7 @@ def deltas(events: list[tuple[str, Any]]) -> list[str]:
 
 
 async def test_deltas_then_done_equal_to_the_plain_answer(api: RunningApi, llm: FakeLLM) -> None:
-    # Written a piece at a time, slower than the stream is read: each piece is its own delta.
+    # Written a piece at a time over 1.5 s: it comes in several deltas (read every 0.3 s).
     llm.script(ANSWER, Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.15)))
     plain = await api.client.chat({"message": "Помоги подобрать веса"})
     streamed = await api.client.chat({"message": "Помоги подобрать веса", "stream": True})
@@ -63,6 +64,29 @@ async def test_utf8_on_the_wire(api: RunningApi, llm: FakeLLM) -> None:
     ) as response:
         raw = await response.read()
     assert b"\\u" not in raw and "хаммер".encode() in raw
+
+
+async def test_a_delta_is_one_line_of_json_whatever_the_text(api: RunningApi, llm: FakeLLM) -> None:
+    # Line breaks, quotes, backslashes, control characters, a line separator, an emoji.
+    text = 'a "quoted"\\path\nnew line\r\ttab \x01 \u2028 ок 😀 end'
+    llm.script(Reply(content=text, pacing=Pacing(chars=3, delay=0.15)))
+    async with api.client.http.post(
+        api.client.base_url + "/api/chat",
+        json={"message": "odd text", "stream": True},
+        headers={"Authorization": f"Bearer {API_TOKEN}"},
+    ) as response:
+        raw = await response.read()
+    blocks = [b for b in raw.split(b"\n\n") if b.startswith(b"event: delta\n")]
+    assert len(blocks) > 3
+    pieces = []
+    for block in blocks:
+        _, data = block.split(b"\n")  # one data line: every line break in the text escaped
+        assert data.startswith(b"data: ")
+        piece = json.loads(data[6:])["content"]
+        # The very bytes of json.dumps: UTF-8 as is, the usual separators.
+        assert data[6:] == json.dumps({"content": piece}, ensure_ascii=False).encode()
+        pieces.append(piece)
+    assert "".join(pieces) == text
 
 
 async def test_a_session_round_streams(api: RunningApi, llm: FakeLLM) -> None:

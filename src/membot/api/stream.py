@@ -19,6 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from membot.api.errors import ApiError, ErrorCode
@@ -40,7 +41,14 @@ class EventStream:
         self.response: web.StreamResponse | None = None
 
     async def delta(self, text: str) -> None:
-        await self.send("delta", {"content": text})
+        if self.response is None:
+            await self.send("delta", {"content": text})
+            return
+        # A few a second for every stream: the bytes json.dumps would give ({"content": ...},
+        # UTF-8, line breaks escaped), put together with orjson.
+        await self.response.write(
+            b'event: delta\ndata: {"content": ' + orjson.dumps(text) + b"}\n\n"
+        )
 
     async def progress(self, text: str) -> None:
         return None  # streamed already, as deltas
