@@ -14,12 +14,12 @@ from openai import AsyncOpenAI, DefaultAioHttpClient
 from membot.llm.client import OpenAIChatModel
 from membot.llm.model import ModelRequest
 from membot.llm.pacing import ramp, reading
-from membot.llm.streaming import READ_HOLD
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Pacing, Reply
 
 CHUNKS = 60
-GAP = 0.01  # seconds between two chunks: 0.6 s of text, read ~every READ_HOLD
+GAP = 0.01  # seconds between two chunks: 0.6 s of text, read ~every HOLD
+HOLD = 0.1  # the request's (the API's default is longer: fewer reads, a looser bound)
 
 
 @pytest.fixture
@@ -54,12 +54,13 @@ async def test_a_paced_answer_comes_in_a_few_pieces_whole_and_in_order(
     for _ in range(2):  # twice: the connection, paused and resumed, serves the next call
         llm.script(Reply(content=text, pacing=Pacing(chars=3, delay=GAP)))
         pieces: list[str] = []
-        async for item in model.stream(ModelRequest([{"role": "user", "content": "count"}])):
+        request = ModelRequest([{"role": "user", "content": "count"}], hold=HOLD)
+        async for item in model.stream(request):
             if isinstance(item, str):
                 pieces.append(item)
         assert "".join(pieces) == text
-        # A read every READ_HOLD, not one a chunk (60 unpaced); a few more as the holds grow.
-        assert len(pieces) <= CHUNKS * GAP / READ_HOLD + 8, pieces
+        # A read every HOLD, not one a chunk (60 unpaced); a few more as the holds grow.
+        assert len(pieces) <= CHUNKS * GAP / HOLD + 8, pieces
         assert len(pieces) >= 2
 
 
