@@ -201,6 +201,8 @@ async def test_where_the_group_takes_no_ephemeral_message_the_member_confirms_pr
     await tg.wait_until(lambda: bool(tg.edits), what="the question replaced")
     assert tg.edits[-1]["text"] == EN.DONE.format(messages=2, facts=0)
     assert "zebra42" not in (data_dir / str(GROUP) / "messages.txt").read_text()
+    # The list, which quoted the words, is taken back from her private chat too.
+    await tg.wait_until(lambda: (ann, listing.message_id) in tg.deleted, what="the list deleted")
 
 
 async def test_the_models_forget_messages_asks_the_user_to_confirm(

@@ -17,7 +17,7 @@ from membot.bot.personal import Route, answer_personal
 from membot.bot.texts import forget as forget_texts
 from membot.bot.texts.forget import ForgetTexts
 from membot.bot.times import time_node
-from membot.core.forget import Request
+from membot.core.forget import Forgetting, Request
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.contract.state import ConversationState
@@ -68,15 +68,25 @@ def confirmation(
 
 
 async def show(
-    bot: Bot, message: Message, request: Request, state: ConversationState, zone: str = ""
+    bot: Bot,
+    message: Message,
+    forgetting: Forgetting,
+    request: Request,
+    state: ConversationState,
+    zone: str = "",
 ) -> None:
     """Ask the one who asked to confirm: in a group, to them alone (bot/personal.py), in
     the chat's words; dates on the chat's clock (its /timezone, else `zone`, else UTC)
     where an app shows the text as it is."""
     words = forget_texts.get(state.language)
     content, keyboard = confirmation(words, request, chat_zone(state.timezone, zone))
-    route = await answer_personal(bot, message, texts.get(state.language), content, markup=keyboard)
+    sent: list[Message] = []
+    route = await answer_personal(
+        bot, message, texts.get(state.language), content, markup=keyboard, sent=sent
+    )
     if route is Route.PRIVATE and request.user_id is not None:
+        # The list, which quotes the words, is taken back with the buttons' answer.
+        forgetting.shown_at(request.token, [(m.chat.id, m.message_id) for m in sent])
         # The private copy has no buttons (they act where they are pressed): these do, for
         # the group's request, pressed by the one who asked.
         await bot.send_message(request.user_id, words.CONFIRM_HERE, reply_markup=keyboard)
@@ -88,4 +98,5 @@ async def show_model_request(
     """After a turn: the request the model's forget_messages made in it, if any."""
     request = service.agent.forgetting.asked_by_model(cid)
     if request is not None:
-        await show(bot, message, request, await service.state(cid))
+        forgetting = service.agent.forgetting
+        await show(bot, message, forgetting, request, await service.state(cid))

@@ -125,11 +125,13 @@ async def send_personal(
     markup: InlineKeyboardMarkup | None = None,
     header: str = "",
     public: str | None = None,
+    sent: list[Message] | None = None,
 ) -> Route:
     """Send `content` (a text, formatted Text, or ready Pieces) to `to.user_id` only, as
     the module says: ephemeral, else private, else in the chat. `markup` goes under the last
     message; `header` heads the private copy (the group's name, in the chat's words);
-    `public`, when given, is what the group is shown instead of the answer at the end."""
+    `public`, when given, is what the group is shown instead of the answer at the end;
+    `sent` gets the messages sent privately (for the caller to take back later)."""
     answer = pieces(content, markup)
     if not answer:
         raise ValueError("nothing to send")
@@ -145,7 +147,7 @@ async def send_personal(
         if await _tried(bot, chat.id, answer, thread_id=to.thread_id, ephemeral=ephemeral):
             return Route.EPHEMERAL
         private = [Piece(p.text, p.entities) for p in _headed(answer, header)]
-        if await _tried(bot, to.user_id, private):
+        if await _tried(bot, to.user_id, private, sent=sent):
             return Route.PRIVATE
     if public is not None:
         reply = (
@@ -168,6 +170,7 @@ async def answer_personal(
     *,
     markup: InlineKeyboardMarkup | None = None,
     secret: bool = False,
+    sent: list[Message] | None = None,
 ) -> Route:
     """`send_personal` for a handler answering the member's `message`, in the chat's
     `words`. `secret`: never shown to the group, which is told instead to open a private
@@ -179,7 +182,7 @@ async def answer_personal(
         public = words.PERSONAL_START.format(name=name, bot=(await bot.me()).username or "")
     header = words.PERSONAL_FROM.format(chat=message.chat.title or "")
     return await send_personal(
-        bot, Audience.of(message), content, markup=markup, header=header, public=public
+        bot, Audience.of(message), content, markup=markup, header=header, public=public, sent=sent
     )
 
 
@@ -248,18 +251,20 @@ async def _tried(
     *,
     thread_id: int | None = None,
     ephemeral: EphemeralMessageParameters | None = None,
+    sent: list[Message] | None = None,
 ) -> bool:
     """True when every message went; False when Telegram refused the first (400, 403),
     so the answer may go another way. A refusal after the first is raised: the member has
     part of the answer already, and a second copy elsewhere would not help."""
+    found = [] if sent is None else sent
     try:
-        await _send(bot, chat_id, answer[0], thread_id=thread_id, ephemeral=ephemeral)
+        found.append(await _send(bot, chat_id, answer[0], thread_id=thread_id, ephemeral=ephemeral))
     except Refused as exc:
         where = "an ephemeral message" if ephemeral is not None else "a private message"
         log.info("chat %s: Telegram refused %s: %s", chat_id, where, exc.message)
         return False
     for piece in answer[1:]:
-        await _send(bot, chat_id, piece, thread_id=thread_id, ephemeral=ephemeral)
+        found.append(await _send(bot, chat_id, piece, thread_id=thread_id, ephemeral=ephemeral))
     return True
 
 
@@ -271,8 +276,8 @@ async def _send(
     thread_id: int | None = None,
     ephemeral: EphemeralMessageParameters | None = None,
     reply: ReplyParameters | None = None,
-) -> None:
-    await send_text(
+) -> Message:
+    return await send_text(
         bot,
         chat_id,
         piece.text,

@@ -16,6 +16,7 @@ from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import (
     EphemeralMessageParameters,
     InlineKeyboardMarkup,
+    Message,
     MessageEntity,
     ReplyParameters,
 )
@@ -33,7 +34,7 @@ async def send_text(
     reply: ReplyParameters | None = None,
     markup: InlineKeyboardMarkup | None = None,
     ephemeral: EphemeralMessageParameters | None = None,
-) -> None:
+) -> Message:
     """Send `text` with `entities` (UTF-16 offsets, as render.Part), else without the
     reply's quote, else plain; any other refusal is raised. An ephemeral message's refusal
     (400) is raised at once: the caller sends it another way (bot/personal.py)."""
@@ -42,7 +43,7 @@ async def send_text(
     # or the entities are None).
     while True:
         try:
-            await bot.send_message(
+            return await bot.send_message(
                 chat_id,
                 text,
                 message_thread_id=thread_id,
@@ -52,7 +53,6 @@ async def send_text(
                 ephemeral_message_parameters=ephemeral,
                 parse_mode=None,
             )
-            return
         except TelegramBadRequest as exc:
             refusal = exc.message.lower()
             if reply and reply.quote and ("quote" in refusal or not formatted):

@@ -30,7 +30,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from membot.core.forget_words import Words, text_of
@@ -91,6 +91,8 @@ class Request:
     found: Found
     at: float
     by_model: bool = False  # asked through the model's tool: the door still has to show it
+    # Where the door showed the list apart from its buttons (chat, message id), to take back.
+    shown: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -191,6 +193,12 @@ class Forgetting:
     def pending(self, token: str) -> Request | None:
         self._expire()
         return self._pending.get(token)
+
+    def shown_at(self, token: str, places: Sequence[tuple[int, int]]) -> None:
+        """The list of a request was shown there too (a private chat, for a group's)."""
+        request = self._pending.get(token)
+        if request is not None:
+            self._pending[token] = replace(request, shown=tuple(places))
 
     def drop(self, token: str) -> None:
         self._pending.pop(token, None)

@@ -166,6 +166,14 @@ class Sending:
         self.action_params.append(params)
         return True
 
+    async def _delete_message(self, params: dict[str, Any]) -> bool:
+        chat_id = chat_id_of(params)
+        message_id = opt_int(params, "message_id") or 0
+        if self._messages.get(chat_id, {}).pop(message_id, None) is None:
+            raise ApiError(400, "Bad Request: message to delete not found")
+        self.deleted.append((chat_id, message_id))
+        return True
+
     async def _edit_message_text(self, params: dict[str, Any]) -> dict[str, Any]:
         chat_id = chat_id_of(params)
         message_id = opt_int(params, "message_id")

@@ -111,6 +111,7 @@ class FakeTelegram(
         # Set: every answerCallbackQuery is refused as too old (Telegram's ~15 s limit).
         self.callback_answers_too_old = False
         self.edits: list[dict[str, Any]] = []
+        self.deleted: list[tuple[int, int]] = []  # (chat, message id) the bot deleted
         self._admins: dict[int, list[int]] = {}
         self._callback_ids = itertools.count(1)
         # Files: bytes registered by tests (add_file), served by getFile and /file/bot<token>/.
@@ -291,6 +292,7 @@ class FakeTelegram(
             ("getFile", self._get_file),
             ("answerCallbackQuery", self._answer_callback_query),
             ("editMessageText", self._edit_message_text),
+            ("deleteMessage", self._delete_message),
             ("editEphemeralMessageText", self._edit_ephemeral_message_text),
             ("deleteEphemeralMessage", self._delete_ephemeral_message),
             ("answerGuestQuery", self._answer_guest_query),

@@ -72,7 +72,7 @@ async def forget(
         await tell(words.NONE)
         return
     request = forgetting.ask(cid, asked, found, user.id, member=member)
-    await show(bot, message, request, state, task_options.timezone)
+    await show(bot, message, forgetting, request, state, task_options.timezone)
 
 
 async def pressed(
@@ -121,6 +121,13 @@ async def pressed(
     await _answer(query)
     # The list goes with the buttons: it quoted what was to be forgotten.
     await edit_personal(bot, message, done)
+    for chat, shown in request.shown:  # sent apart, privately, for a group's request
+        try:
+            await bot.delete_message(chat, shown)
+        except TelegramBadRequest as exc:  # too old to delete: emptied instead
+            log.debug("the list not deleted: %s", exc.message)
+            with contextlib.suppress(TelegramBadRequest):
+                await bot.edit_message_text(done, chat_id=chat, message_id=shown)
 
 
 async def _answer(query: CallbackQuery, alert: str | None = None) -> None:
