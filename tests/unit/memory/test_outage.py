@@ -626,3 +626,25 @@ async def test_an_answer_sent_while_redis_is_down_is_marked_delivered_once_it_is
     assert texts(await inner.store.tail(CID, 4)) == ["before", "re: before", "now", "re: now"]
     assert await inner.store.delivery_mark(CID) is None
     assert await repo.undelivered("tg") == []
+
+
+async def test_an_answer_stored_while_down_and_sent_once_redis_is_back_is_marked_delivered(
+    repo: ResilientRepository, inner: Switchable
+) -> None:
+    """Redis comes back between the turn's spooled append and its sending (the outbox's
+    marks then reach Redis, under the seq the spool gave the answer): the mark names the
+    answer Redis stored, so neither it nor an older one delivered already is sent again."""
+    done = Message(role="assistant", content="re: before", delivery=Delivery())
+    before = await repo.append(CID, [Message(role="user", content="before"), done])
+    await repo.mark_delivered(CID, before[-1].seq)
+    inner.down = True
+    answer = Message(role="assistant", content="re: now", delivery=Delivery())
+    stored = await repo.append(CID, [Message(role="user", content="now"), answer])
+    inner.down = False
+    assert await repo.health.recover()
+    await repo.mark_delivered(CID, stored[-1].seq, 0, sending=True)  # its request goes out
+    mark = await repo.delivery_mark(CID)
+    assert mark == DeliveryMark(after=2, seq=4, parts=0, sending=True)
+    await repo.mark_delivered(CID, stored[-1].seq)  # Telegram took it
+    assert await inner.store.delivery_mark(CID) is None
+    assert await repo.undelivered("tg") == []

@@ -101,12 +101,13 @@ async def write_turn(
     return await repo.append(cid, messages, state)
 
 
-async def replay(repo: ChatRepository, change: Change) -> None:
-    """Make a spooled change on the repository it could not reach."""
+async def replay(repo: ChatRepository, change: Change) -> list[Message] | None:
+    """Make a spooled change on the repository it could not reach; an append's messages as
+    stored (with their seqs)."""
     cid, args = change.cid, change.args
     state = change.state()
     if change.op == "append":
-        await write_turn(repo, cid, change.messages(), state, args["token"])
+        return await write_turn(repo, cid, change.messages(), state, args["token"])
     elif change.op == "set_state":
         assert state is not None
         await repo.set_state(cid, state)
@@ -119,3 +120,4 @@ async def replay(repo: ChatRepository, change: Change) -> None:
         await repo.mark_delivered(cid, last[-1].seq if last else 0)
     else:
         await repo.reset(cid)
+    return None

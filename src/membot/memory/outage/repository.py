@@ -47,7 +47,7 @@ from membot.memory.contract.models import ChatContext, ChatMeta, Message, new_ge
 from membot.memory.contract.repository import ChatRepository, CheckedAtStart, StorageUnavailable
 from membot.memory.contract.state import ConversationState
 from membot.memory.outage.changes import Change, replay, write_turn
-from membot.memory.outage.delivery import ResilientDeliveries
+from membot.memory.outage.delivery import Provisional, ResilientDeliveries
 from membot.memory.outage.forget import ResilientForget
 from membot.memory.outage.spool import Spool
 from membot.memory.redis.layout import new_turn_token
@@ -67,6 +67,7 @@ class ResilientRepository(ResilientDeliveries, ResilientForget):
         self.inner = inner
         self.health = health
         self.spool = Spool(spool_path)
+        self.provisional = Provisional()  # the spooled turns' seqs, for their answers' marks
         self._writing = asyncio.Lock()
         self._writer: asyncio.Task[None] | None = None  # pending changes, Redis up
         health.on_recovery(self.write_spool)
@@ -112,7 +113,7 @@ class ResilientRepository(ResilientDeliveries, ResilientForget):
                 change = self.spool.pending[0]
                 try:
                     async with asyncio.timeout(self.health.budget):
-                        await replay(self.inner, change)
+                        stored = await replay(self.inner, change)
                 except Exception as exc:
                     if isinstance(exc, TRANSIENT) and not isinstance(exc, StorageRefused):
                         raise
@@ -127,6 +128,7 @@ class ResilientRepository(ResilientDeliveries, ResilientForget):
                     )
                     await self.spool.dead(change)
                     continue
+                self.provisional.written(change, stored)
                 await self.spool.done(change)
                 written += 1
             if written and self.health.available:  # else the health's INFO counts them
@@ -210,14 +212,13 @@ class ResilientRepository(ResilientDeliveries, ResilientForget):
         token = new_turn_token()
         write = partial(write_turn, self.inner, cid, messages, state, token)
         try:
-            return await self._call(write, cid)
+            stored = await self._call(write, cid)
+            self.provisional.settled(cid)
+            return stored
         except StorageUnavailable:
-            pass  # kept in the spool
-        args: dict[str, Any] = {
-            "token": token,
-            "messages": [m.to_json() for m in messages],
-            "state": state.to_dict() if state else None,
-        }
+            self.provisional.spooled(cid, token)  # kept in the spool
+        args: dict[str, Any] = {"token": token, "messages": [m.to_json() for m in messages]}
+        args["state"] = state.to_dict() if state else None
         await self._spool(Change("append", cid, args))
         if state is not None:
             messages = [*messages[:-1], replace(messages[-1], state=state)]
