@@ -492,3 +492,41 @@ async def test_an_unreadable_delivery_record_is_replaced_by_the_next_answer(
     assert "unreadable undelivered.json" in caplog.text
     await repo.append(tg(42), [user("q2"), to_send("a2")])
     assert await repo.delivery_mark(tg(42)) == DeliveryMark(after=2)
+
+
+async def _unsent_after_forgets(root: Path, pad: int) -> tuple[int, int, int, int]:
+    """A delivered turn whose question is `pad` characters longer, an answer not yet sent,
+    then that question forgotten again and again (the archive rewritten into a new file each
+    time) until the archive has its first inode back, or eight times: the archive's inode
+    and size when the record was written, and at the end."""
+    repo = FileRepository(root)
+    await repo.append(tg(42), [user("secret " + "x" * pad), to_send("a1")])
+    await repo.mark_delivered(tg(42), 2)
+    path = root / "42" / "messages.txt"
+    marked = os.stat(path)
+    await repo.append(tg(42), [user("q2"), to_send("a2")])
+    for _ in range(8):
+        await repo.forget(tg(42), [1])
+        now = os.stat(path)
+        if now.st_ino == marked.st_ino:
+            break
+    return marked.st_ino, marked.st_size, now.st_ino, now.st_size
+
+
+async def test_an_unsent_answer_stays_pending_when_a_forget_reuses_the_archives_inode(
+    tmp_path: Path,
+) -> None:
+    """A forget's rewrite frees the archive's inode and a later one's new file may get it
+    back (ext4 does); should that file also have the size the delivery record holds, the
+    unsent answer must still be sent, after a restart too."""
+    _, first, _, final = await _unsent_after_forgets(tmp_path / "measure", 0)
+    pad = final - first  # a question this much longer: the record's size is the final one
+    for attempt in range(10):
+        root = tmp_path / str(attempt)
+        ino, size, now_ino, now_size = await _unsent_after_forgets(root, pad)
+        if (ino, size) != (now_ino, now_size):
+            continue  # the inode was not reused this time (other files were made meanwhile)
+        assert await FileRepository(root).undelivered("tg") == [tg(42)]
+        assert await FileRepository(root).delivery_mark(tg(42)) == DeliveryMark(after=2)
+        return
+    pytest.skip("this file system did not give the freed inode back")

@@ -1,17 +1,21 @@
 """The file backend's delivery mark (memory/contract/delivery.py): `undelivered.json` in the
 conversation's directory, a record of a fixed size rewritten in place.
 
-The record holds a `DeliveryMark` and the archive (`messages.txt`'s inode and size) as it
-was when the mark was written. A stored answer may be unsent while the archive is no longer
-that one: an append with an answer to send writes nothing here, since its own synced line
-makes the archive differ from the record (so no crash can leave the answer without a
-mark). Only a conversation's first answer creates the record, synced (temporary file,
-rename, the directory's fsync) before the append's write. Sending an answer changes the
-record in place, one write of `RECORD` bytes at offset 0, not synced: a kill -9 finds it
-in the page cache, and a power cut that loses it brings back an older record, which may cost
-a second copy of an answer, never the answer. Delivered, it records the archive as it is
-then: nothing pending. Start-up reads each conversation's record and stats its archive,
-reading no archive. A record an earlier version left (no archive in it) means pending.
+The record holds a `DeliveryMark` and the archive (`messages.txt`'s inode, size and
+modification time) as it was when the mark was written. The time is there because inodes
+are reused: a forget's rewrite frees the archive's inode, and a later rewrite's new file
+may get it back, with the size the record holds, while an answer is still unsent.
+
+A stored answer may be unsent while the archive is no longer that one: an append with an
+answer to send writes nothing here, since its own synced line makes the archive differ from
+the record (so no crash can leave the answer without a mark). Only a conversation's first
+answer creates the record, synced (temporary file, rename, the directory's fsync) before
+the append's write. Sending an answer changes the record in place, one write of `RECORD`
+bytes at offset 0, not synced: a kill -9 finds it in the page cache, and a power cut that
+loses it brings back an older record, which may cost a second copy of an answer, never the
+answer. Delivered, it records the archive as it is then: nothing pending. Start-up reads
+each conversation's record and stats its archive, reading no archive. A record an earlier
+version left (no archive in it) means pending.
 
 A write that changes the archive without an answer to send (an append of another kind, a
 forget's rewrite) carries a record that said "nothing pending" along to the new archive, so
@@ -42,7 +46,11 @@ UNDELIVERED = "undelivered.json"
 # The record's size: its JSON padded with spaces, so that every change is one write in place.
 RECORD = 192
 
-Archive = tuple[int, int]  # messages.txt's (inode, size); (0, 0) when there is none
+# messages.txt's (inode, size, mtime in ns); (0, 0, 0) when there is none. A record of the
+# version before holds (inode, size): never equal to one now, so pending, with nothing after
+# its mark to send when it said "nothing pending" (its mark is then the archive's last seq).
+Archive = tuple[int, ...]
+NONE: Archive = (0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +77,10 @@ class Record:
         if archive is None:
             return cls(mark, None)
         try:
-            ino, size = (int(n) for n in archive)
+            found = tuple(int(n) for n in archive)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"not a delivery record ({exc})") from None
-        return cls(mark, (ino, size))
+        return cls(mark, found)
 
     def pending(self, archive: Archive) -> DeliveryMark | None:
         """The mark while an answer may be unsent (the archive changed); None otherwise."""
@@ -87,12 +95,15 @@ UNKNOWN = _Unknown()
 Known: TypeAlias = Record | _Unknown | None
 
 
+def identity(st: os.stat_result) -> Archive:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def archive_of(directory: Path) -> Archive:
     try:
-        st = os.stat(directory / MESSAGES)
+        return identity(os.stat(directory / MESSAGES))
     except FileNotFoundError:
-        return (0, 0)
-    return (st.st_ino, st.st_size)
+        return NONE
 
 
 def load(directory: Path) -> Record | None:
@@ -173,15 +184,15 @@ def read_record(directory: Path) -> tuple[Record | None, DeliveryMark | None]:
 
 
 def _archive_end(directory: Path) -> tuple[int, Archive]:
-    """The archive's last seq and what it is (inode, size), from one descriptor."""
+    """The archive's last seq and what it is (`Archive`), from one descriptor."""
     path = directory / MESSAGES
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return 0, (0, 0)
+        return 0, NONE
     try:
-        last, _, size = tail_of(fd, 1, path)
-        return (last[0].seq if last else 0), (os.fstat(fd).st_ino, size)
+        last, _, _ = tail_of(fd, 1, path)
+        return (last[0].seq if last else 0), identity(os.fstat(fd))
     finally:
         os.close(fd)
 

@@ -56,6 +56,7 @@ from membot.memory.files.delivery import (
     KnownRecords,
     Record,
     follow,
+    identity,
     mark_pending,
 )
 from membot.memory.files.forget import FileForget
@@ -234,7 +235,7 @@ class FileRepository(FileDeliveries, FileForget):
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
             last, torn, size = tail_of(fd, 1, path)
-            before = (os.fstat(fd).st_ino, size)
+            before = identity(os.fstat(fd))
             seq = last[0].seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
             to_send = any(m.delivery is not None for m in stored)
@@ -248,10 +249,11 @@ class FileRepository(FileDeliveries, FileForget):
                 payload = b"\n" + payload
             write_all(fd, payload)
             fdatasync(fd)
+            after = identity(os.fstat(fd))
         finally:
             os.close(fd)
         if not to_send:
-            record = follow(directory, before, (before[0], size + len(payload)), stored[-1].seq)
+            record = follow(directory, before, after, stored[-1].seq)
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
             fsync_dir(directory)
