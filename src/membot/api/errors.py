@@ -65,6 +65,7 @@ class ErrorCode(StrEnum):
     AUDIO_TOO_LONG = "AUDIO_TOO_LONG"
     IMAGE_TOO_LARGE = "IMAGE_TOO_LARGE"
     MODEL_SEES_NO_IMAGES = "MODEL_SEES_NO_IMAGES"
+    WORDS_TOO_SHORT = "WORDS_TOO_SHORT"
 
 
 # Each code's status, and the sentence it is answered with unless a closer one is given.
@@ -90,6 +91,10 @@ _ERRORS: Final[dict[ErrorCode, tuple[int, str]]] = {
     ErrorCode.AUDIO_TOO_LONG: (400, "An audio attachment is longer than MAX_AUDIO_SECONDS."),
     ErrorCode.IMAGE_TOO_LARGE: (400, "An image attachment has more pixels than MEDIA_MAX_PIXELS."),
     ErrorCode.MODEL_SEES_NO_IMAGES: (400, "The session's model takes text only, not images."),
+    ErrorCode.WORDS_TOO_SHORT: (
+        400,
+        "words hold nothing to look for (fewer than 2 letters or digits).",
+    ),
     ErrorCode.LLM_RATE_LIMITED: (429, "The model provider is rate-limiting us; try again soon."),
     ErrorCode.INTERNAL_ERROR: (500, "Something went wrong on our side."),
     ErrorCode.LLM_UNAVAILABLE: (502, "The model provider is unavailable right now."),
@@ -108,7 +113,9 @@ ERROR_SENTENCE: Final = {code: sentence for code, (_, sentence) in _ERRORS.items
 
 #: The codes POST /api/chat can answer with; NOT_FOUND and METHOD_NOT_ALLOWED are routing's.
 CHAT_ERRORS: Final = tuple(
-    c for c in ErrorCode if c not in (ErrorCode.NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED)
+    c
+    for c in ErrorCode
+    if c not in (ErrorCode.NOT_FOUND, ErrorCode.METHOD_NOT_ALLOWED, ErrorCode.WORDS_TOO_SHORT)
 )
 
 

@@ -5,6 +5,8 @@
     POST /v1/chat/completions, GET /v1/models
                             the OpenAI-compatible door (api/v1/), errors in OpenAI's shape
     GET  /api/sessions/{sessionId}/export  the session's memory as a ZIP (api/export.py)
+    POST /api/sessions/{sessionId}/forget, POST /v1/memory/forget  what words match, or
+                            erase it (api/forget.py)
     GET  /api/openapi.json  the OpenAPI 3.1 description (no token)
     GET  /healthz           200 {"status": "ok"} (no token)
 
@@ -27,6 +29,7 @@ from aiohttp import web
 
 from membot.api.errors import ApiError, ErrorCode, api_error, http_error
 from membot.api.export import export_session, session_of
+from membot.api.forget import BadForget, forget, parse_forget
 from membot.api.models import (
     MAX_BODY_BYTES,
     ChatRequest,
@@ -105,6 +108,7 @@ class ApiServer:
             watch=core.export_watch,
         )
         self.app.router.add_get("/api/sessions/{sessionId}/export", self._export)
+        self.app.router.add_post("/api/sessions/{sessionId}/forget", self._forget)
         self.app.router.add_get("/api/openapi.json", self._openapi_document)
         self.app.router.add_get("/healthz", self._health)
         self.v1.add_routes(self.app.router)
@@ -198,6 +202,26 @@ class ApiServer:
         sid = session_of(request)
         request[_SESSION] = str(sid)
         return await export_session(request, sid, self.sessions, self.exports)
+
+    async def _forget(self, request: web.Request) -> web.StreamResponse:
+        if not self._tokens.authorized(request):
+            raise ApiError(ErrorCode.UNAUTHORIZED)
+        sid = session_of(request)
+        request[_SESSION] = str(sid)
+        try:
+            asked = parse_forget(await read_body(request))
+            if asked.user is not None:
+                raise BadForget("user: only /v1/memory/forget takes a user")
+            cid = await self.sessions.existing(sid)
+            return _json(200, await forget(self.core.service, cid, asked))
+        except BadForget as exc:
+            code = ErrorCode.WORDS_TOO_SHORT if exc.words else ErrorCode.INVALID_REQUEST
+            raise ApiError(code, exc.message) from None
+        except MembotError as exc:
+            error = api_error(exc, names_session=True)
+            if error is None:
+                raise
+            raise error from None
 
     async def _openapi_document(self, request: web.Request) -> web.Response:
         return web.Response(body=self._openapi, content_type="application/json", charset="utf-8")

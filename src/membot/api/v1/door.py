@@ -17,13 +17,13 @@ from typing import Any, Literal
 from aiohttp import web
 
 from membot.api.errors import ApiError, api_error, media_error
+from membot.api.forget import BadForget, forget, parse_forget
 from membot.api.stream import CLIENT_GONE
 from membot.api.v1.errors import V1Error, from_api_error, invalid, over_limit, unknown_model
 from membot.api.v1.fields import call_options, output_of
 from membot.api.v1.models import (
     DEFAULT_MODEL,
     MAX_USER,
-    CompletionRequest,
     Turn,
     parse,
     take_turn,
@@ -79,6 +79,7 @@ class V1Door:
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post("/v1/chat/completions", self.completions)
         router.add_get("/v1/models", self.models)
+        router.add_post("/v1/memory/forget", self.forget)
         # `.+`: a model id has a slash (vendor/model), which OpenAI's client sends as %2F.
         router.add_get("/v1/models/{model:.+}", self.model)
 
@@ -96,6 +97,28 @@ class V1Door:
             raise unknown_model(request.match_info["model"][:200], tuple(self._cards), None)
         return json_response(200, card)
 
+    async def forget(self, request: web.Request) -> web.Response:
+        """The caller's own conversation (as its chat calls name it): what words match, or
+        erase it (api/forget.py)."""
+        token = self.tokens.bearer(request)
+        if token is None:
+            raise _NOT_AUTHORIZED
+        try:
+            asked = parse_forget(await read_body(request))
+        except ApiError as exc:
+            raise from_api_error(exc) from None
+        except BadForget as exc:
+            raise invalid(exc.message, "words" if exc.words else None, _code(exc)) from None
+        cid = _whose(asked.user, request, token)
+        request[SESSION] = str(cid)
+        try:
+            return json_response(200, await forget(self.service, cid, asked))
+        except MembotError as exc:
+            error = _error(exc, ())
+            if error is None:
+                raise
+            raise error from None
+
     async def completions(self, request: web.Request) -> web.StreamResponse:
         token = self.tokens.bearer(request)
         if token is None:
@@ -109,7 +132,7 @@ class V1Door:
         allowed = self.options.models
         if turn.model is not None and allowed and turn.model not in allowed:
             raise unknown_model(turn.model, (DEFAULT_MODEL, *allowed))
-        cid = _whose(parsed, request, token)
+        cid = _whose(parsed.user, request, token)
         request[SESSION] = str(cid)  # a digest: the log never has the caller's name
         incoming = Incoming(cid, turn.text, user_id=payer(cid), uploads=turn.uploads)
         options = TurnOptions(
@@ -235,10 +258,14 @@ def _error(exc: MembotError, places: tuple[str, ...]) -> V1Error | None:
     return None if translated is None else from_api_error(translated)
 
 
-def _whose(request: CompletionRequest, http: web.Request, token: str) -> ConversationId:
+def _code(exc: BadForget) -> str:
+    return "words_too_short" if exc.words else "invalid_request"
+
+
+def _whose(user: str | None, http: web.Request, token: str) -> ConversationId:
     """The request's `user`, else Open WebUI's user header, else the token: each caller
     its own conversation."""
-    for name in (request.user, http.headers.get(OPEN_WEBUI_USER)):
+    for name in (user, http.headers.get(OPEN_WEBUI_USER)):
         if name is not None and name.strip():
             if len(name) > MAX_USER:
                 raise invalid(f"A user id is at most {MAX_USER} characters long.", "user")

@@ -1,0 +1,107 @@
+"""Forgetting for API callers: POST /api/sessions/{sessionId}/forget and POST
+/v1/memory/forget. The same search and erasing /forget does in Telegram (core/forget.py),
+without a pending request: `confirm: false` lists what the words match, `confirm: true`
+erases it (looked for again) inside the conversation's turn (`service.ordered`), so it never
+races a chat call. A conversation is reached only as its chat calls reach it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from membot.core.forget import Found
+from membot.core.forget_words import Words
+from membot.core.service import ConversationService
+from membot.ids import ConversationId
+
+SHOWN = 10  # previews of each kind, as the Telegram list shows
+SHOWN_TEXT = 120
+MAX_WORDS = 500
+# Fewer letters or digits would match nearly every message (a phrase is matched as written).
+MIN_CHARS = 2
+
+
+class ForgetRequest(BaseModel):
+    model_config = ConfigDict(title="ForgetRequest", extra="forbid")
+
+    words: str = Field(
+        max_length=MAX_WORDS,
+        description="What to forget: every message holding all these words (or the phrase).",
+    )
+    confirm: bool = Field(
+        default=False, description="false: list what matches; true: erase it for good."
+    )
+    user: str | None = Field(
+        default=None, description="/v1 only: the `user` the chat calls send, if any."
+    )
+
+
+class BadForget(ValueError):
+    """The body is not a forget request, or its words name nothing to look for."""
+
+    def __init__(self, message: str, *, words: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.words = words  # the words are what is wrong (WORDS_TOO_SHORT)
+
+
+def parse_forget(body: bytes) -> ForgetRequest:
+    try:
+        parsed = ForgetRequest.model_validate_json(body or b"{}")
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        raise BadForget(f"{where}: {error['msg']}") from None
+    if sum(c.isalnum() for c in parsed.words) < MIN_CHARS or not Words(parsed.words):
+        raise BadForget(
+            f"words must hold something to look for: at least {MIN_CHARS} letters or digits.",
+            words=True,
+        )
+    return parsed
+
+
+def _cut(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOWN_TEXT else flat[: SHOWN_TEXT - 1].rstrip() + "…"
+
+
+def _listing(found: Found) -> dict[str, Any]:
+    shown = [
+        {
+            "date": m.ts.isoformat(),
+            "role": "user" if m.role == "user" else "assistant",
+            "text": _cut(m.content or " ".join(a.name or a.kind for a in m.attachments)),
+        }
+        for m in found.shown[:SHOWN]
+    ]
+    return {
+        "messages": len(found.seqs),
+        "facts": len(found.facts),
+        "summary": found.summary,
+        "tasks": len(found.tasks),
+        "shownMessages": shown,
+        "shownFacts": [_cut(f) for f in found.facts[:SHOWN]],
+        "shownTasks": [_cut(t.text) for t in found.tasks[:SHOWN]],
+    }
+
+
+async def forget(
+    service: ConversationService, cid: ConversationId, request: ForgetRequest
+) -> dict[str, Any]:
+    """What the words match (`confirmed: false`), or what was erased (`confirmed: true`)."""
+    forgetting = service.agent.forgetting
+    if not request.confirm:
+        return {"confirmed": False, **_listing(await forgetting.find(cid, request.words))}
+    async with service.ordered(cid):
+        found = await forgetting.find(cid, request.words)
+        asked = forgetting.ask(cid, request.words, found, None)
+        done = await forgetting.confirm(asked)  # looks again itself, and drops the request
+    return {
+        "confirmed": True,
+        **_listing(found),
+        "messages": done.messages,
+        "facts": done.facts,
+        "summary": done.summary,
+        "tasks": done.tasks,
+    }
