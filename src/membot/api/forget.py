@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from membot.core.forget import Found
 from membot.core.forget_words import Words
 from membot.core.service import ConversationService
+from membot.errors import MembotError
 from membot.ids import ConversationId
 
 SHOWN = 10  # previews of each kind, as the Telegram list shows
@@ -37,7 +38,30 @@ class ForgetRequest(BaseModel):
     )
 
 
-class BadForget(ValueError):
+class ShownMessage(BaseModel):
+    model_config = ConfigDict(title="ShownMessage")
+
+    date: str = Field(description="When it was said (ISO 8601).")
+    role: str = Field(description="user or assistant.")
+    text: str = Field(description="Its first 120 characters.")
+
+
+class ForgetResponse(BaseModel):
+    model_config = ConfigDict(
+        title="ForgetResponse", json_schema_serialization_defaults_required=True
+    )
+
+    confirmed: bool = Field(description="true: the counts are what was erased.")
+    messages: int = Field(description="Messages holding the words (tool plumbing counted).")
+    facts: int = Field(description="Remembered facts holding the words.")
+    summary: bool = Field(description="The summary says the words (it is made again).")
+    tasks: int = Field(description="Reminders and scheduled tasks holding the words.")
+    shownMessages: list[ShownMessage] = Field(description="Up to 10, oldest first.")
+    shownFacts: list[str] = Field(description="Up to 10.")
+    shownTasks: list[str] = Field(description="Up to 10.")
+
+
+class BadForget(MembotError):
     """The body is not a forget request, or its words name nothing to look for."""
 
     def __init__(self, message: str, *, words: bool = False) -> None:
@@ -68,11 +92,11 @@ def _cut(text: str) -> str:
 
 def _listing(found: Found) -> dict[str, Any]:
     shown = [
-        {
-            "date": m.ts.isoformat(),
-            "role": "user" if m.role == "user" else "assistant",
-            "text": _cut(m.content or " ".join(a.name or a.kind for a in m.attachments)),
-        }
+        ShownMessage(
+            date=m.ts.isoformat(),
+            role="user" if m.role == "user" else "assistant",
+            text=_cut(m.content or " ".join(a.name or a.kind for a in m.attachments)),
+        ).model_dump(mode="json")
         for m in found.shown[:SHOWN]
     ]
     return {
@@ -90,6 +114,13 @@ async def forget(
     service: ConversationService, cid: ConversationId, request: ForgetRequest
 ) -> dict[str, Any]:
     """What the words match (`confirmed: false`), or what was erased (`confirmed: true`)."""
+    answer = ForgetResponse.model_validate(await _forget(service, cid, request))
+    return answer.model_dump(mode="json")
+
+
+async def _forget(
+    service: ConversationService, cid: ConversationId, request: ForgetRequest
+) -> dict[str, Any]:
     forgetting = service.agent.forgetting
     if not request.confirm:
         return {"confirmed": False, **_listing(await forgetting.find(cid, request.words))}

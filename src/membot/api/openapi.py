@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from membot.api.errors import CHAT_ERRORS, ERROR_SENTENCE, ERROR_STATUS, ErrorCode, ErrorResponse
+from membot.api.forget import ForgetRequest, ForgetResponse
 from membot.api.models import ChatRequest, ChatResponse, Health
 from membot.api.v1.openapi import MODELS as V1_MODELS
 from membot.api.v1.openapi import v1_paths
@@ -24,7 +25,11 @@ EXPORT_ERRORS = (
     ErrorCode.INTERNAL_ERROR,
     ErrorCode.SERVICE_UNAVAILABLE,
 )
+#: What POST /api/sessions/{sessionId}/forget can answer besides its 200.
+FORGET_ERRORS = (ErrorCode.WORDS_TOO_SHORT, *EXPORT_ERRORS)
 _MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+    (ForgetRequest, "validation"),
+    (ForgetResponse, "serialization"),
     (ChatRequest, "validation"),
     (ChatResponse, "serialization"),
     (ErrorResponse, "serialization"),
@@ -75,6 +80,11 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
         "paths": {
             "/api/chat": {"post": chat},
             "/api/sessions/{sessionId}/export": {"get": _export()},
+            "/api/sessions/{sessionId}/forget": {
+                "post": _forget(
+                    ref(ForgetRequest, "validation"), ref(ForgetResponse, "serialization")
+                )
+            },
             "/api/openapi.json": {
                 "get": _open_get(
                     "This document", {"type": "object"}, "openapi", "The OpenAPI document"
@@ -95,6 +105,13 @@ def build_document(max_rounds: int, max_message_chars: int) -> dict[str, Any]:
 
 
 _ERROR: dict[str, Any] = {"$ref": _REF.format(model="ErrorResponse")}
+_SESSION_ID: dict[str, Any] = {
+    "name": "sessionId",
+    "in": "path",
+    "required": True,
+    "description": "The session's id, as POST /api/chat returned it.",
+    "schema": {"type": "string", "format": "uuid"},
+}
 
 
 def _export() -> dict[str, Any]:
@@ -108,21 +125,33 @@ def _export() -> dict[str, Any]:
         ),
         "operationId": "exportSession",
         "security": [{"bearerAuth": []}],
-        "parameters": [
-            {
-                "name": "sessionId",
-                "in": "path",
-                "required": True,
-                "description": "The session's id, as POST /api/chat returned it.",
-                "schema": {"type": "string", "format": "uuid"},
-            }
-        ],
+        "parameters": [_SESSION_ID],
         "responses": {
             "200": {
                 "description": "The ZIP (Content-Disposition names it).",
                 "content": {"application/zip": {"schema": zip_file}},
             },
             **_errors(EXPORT_ERRORS),
+            "default": _json("Any other error", _ERROR),
+        },
+    }
+
+
+def _forget(asked: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "summary": "What words match in the session, or (confirm: true) erase it for good",
+        "description": (
+            "Messages holding every word (or the phrase), tool calls and results with them, "
+            "facts and the summary saying them. confirm: true erases it after the session's "
+            "request in progress, if any, and makes the summary again. `user` is not taken."
+        ),
+        "operationId": "forgetInSession",
+        "security": [{"bearerAuth": []}],
+        "parameters": [_SESSION_ID],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": asked}}},
+        "responses": {
+            "200": _json("What matches, or what was erased", answer),
+            **_errors(FORGET_ERRORS),
             "default": _json("Any other error", _ERROR),
         },
     }

@@ -21,6 +21,7 @@ MODELS: Final[list[tuple[type[BaseModel], JsonSchemaMode]]] = [
     (ModelCard, "serialization"),
     (V1ErrorResponse, "serialization"),
 ]
+_FORGET = "#/components/schemas/Forget"  # api/forget.py's models, in the document's components
 Ref = Callable[[type[BaseModel], JsonSchemaMode], dict[str, Any]]
 
 # Each status the endpoint answers with, and its codes (`error.code`).
@@ -96,8 +97,27 @@ def v1_paths(ref: Ref) -> dict[str, Any]:
             "404": _json("model_not_found: not one GET /v1/models lists", error),
         },
     }
+    forget = {
+        "summary": "What words match in the caller's own conversation (as the chat call "
+        "names it: user, else X-OpenWebUI-User-Id, else the token), or (confirm: true) "
+        "erase it for good",
+        "operationId": "forgetInConversation",
+        "security": [{"bearerAuth": []}],
+        "parameters": completions["parameters"],
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": _FORGET + "Request"}}},
+        },
+        "responses": {
+            "200": _json("What matches, or what was erased", {"$ref": _FORGET + "Response"}),
+            "400": _json("invalid_request, words_too_short", error),
+            "401": errors["401"],
+            "503": errors["503"],
+        },
+    }
     return {
         "/v1/chat/completions": {"post": completions},
+        "/v1/memory/forget": {"post": forget},
         "/v1/models": {"get": models},
         "/v1/models/{model}": {"get": model},
     }
