@@ -5,6 +5,8 @@ before, by the middleware)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiogram import Bot, F, Router
 from aiogram.filters import Command
 from aiogram.types import CallbackQuery, Message
@@ -37,12 +39,7 @@ async def export(
     if not await admins.may_change(bot, message.chat, user.id if user else None):
         await message.answer(words.EXPORT_ADMINS_ONLY)
         return
-    if chat_exports.running(cid):
-        await message.answer(words.EXPORT_RUNNING)
-        return
-    cut = await chat_exports.cut(cid)
-    await message.answer(words.EXPORT_STARTED)
-    chat_exports.start(bot, cut, topic_of(message), words)
+    await _begin(bot, cid, words, chat_exports, message, message.answer)
 
 
 async def export_pressed(
@@ -56,9 +53,22 @@ async def export_pressed(
     message = await admins.pressed(bot, query, words.EXPORT_ADMINS_ONLY)
     if message is None:
         return
+    await _begin(bot, cid, words, chat_exports, message, query.answer)
+
+
+async def _begin(
+    bot: Bot,
+    cid: ConversationId,
+    words: texts.Texts,
+    chat_exports: ChatExports,
+    message: Message,
+    reply: Callable[[str], Awaitable[object]],
+) -> None:
+    """One export of the chat at a time: `reply` says it runs already, or that it began
+    (a message for /export, the button's answer for a press)."""
     if chat_exports.running(cid):
-        await query.answer(words.EXPORT_RUNNING)
+        await reply(words.EXPORT_RUNNING)
         return
     cut = await chat_exports.cut(cid)
-    await query.answer(words.EXPORT_STARTED)
+    await reply(words.EXPORT_STARTED)
     chat_exports.start(bot, cut, topic_of(message), words)
