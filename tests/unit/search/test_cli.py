@@ -22,10 +22,11 @@ from membot.__main__ import main
 from membot.config import env_names
 from membot.core.tools.builtin import builtin
 from membot.core.tools.context import TurnContext
-from membot.ids import ConversationId
+from membot.ids import TELEGRAM, ConversationId
 from membot.llm.tools import ToolCall, ToolExecutor
 from membot.memory import FileRepository, Message
 from membot.memory.contract.attachment import Attachment
+from membot.memory.contract.delivery import Delivery
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
 from membot.search import HistorySearch
@@ -435,3 +436,54 @@ def test_control_characters_from_messages_never_reach_the_terminal(tmp_path: Pat
             assert r"Kazan \x1b[2J\x1b]0;pwned\x07" in line and r"nul\x00" in line
             assert r"csi\u009b31m" in line and r"rlo\u202eevil\u202c" in line
             assert "trust me" in line  # the name's line break did not start a fake message
+
+
+def files_of(data: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under `data` but the search index it writes by design (search.sqlite3
+    and SQLite's journal beside it): its bytes and modification time."""
+    return {
+        str(path.relative_to(data)): (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in sorted(data.rglob("*"))
+        if path.is_file() and not path.name.startswith("search.sqlite3")
+    }
+
+
+async def test_searching_beside_the_bot_writes_no_delivery_record_and_changes_no_file(
+    tmp_path: Path,
+) -> None:
+    # DATA_DIR as a running bot leaves it: in chat 42 an answer stored and half sent (its
+    # first message accepted, the second's request out), chat 43 with an answer unsent.
+    # The bot keeps these records in memory (one writer of DATA_DIR); a search is another
+    # process, and must leave them as they are, or the bot would resend or skip an answer.
+    data = tmp_path / "data"
+    await asyncio.to_thread(store, data, 42)
+    await asyncio.to_thread(store, data, 43)
+    repo = FileRepository(data)
+    answer = Message(role="assistant", content="Olga's Kazan", ts=WHEN, delivery=Delivery())
+    chat, other = ConversationId.telegram(42), ConversationId.telegram(43)
+    [stored] = await repo.append(chat, [answer])
+    await repo.mark_delivered(chat, stored.seq, parts=1, sending=True)
+    await repo.append(other, [answer])
+    marks = {cid: await repo.delivery_mark(cid) for cid in (chat, other)}
+    await repo.close()
+    before = files_of(data)
+    assert "42/undelivered.json" in before and "43/undelivered.json" in before
+
+    env = {k: v for k, v in os.environ.items() if k.upper() not in set(env_names())}
+    for chat_id in ("42", "43", "42"):
+        searched = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "membot", "search", chat_id, "Kazan", "--data-dir", str(data)],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert searched.returncode == 0, searched.stderr
+        assert b"Olga lives in Kazan" in searched.stdout
+
+    assert files_of(data) == before
+    assert (data / "42" / "search.sqlite3").is_file()  # it did search (its index cache)
+    repo = FileRepository(data)
+    assert {cid: await repo.delivery_mark(cid) for cid in (chat, other)} == marks
+    assert set(await repo.undelivered(TELEGRAM)) == set(marks)
+    await repo.close()
