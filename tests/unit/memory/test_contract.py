@@ -774,6 +774,28 @@ async def test_an_answer_to_send_is_marked_until_delivered(repository: ChatRepos
     assert await repository.undelivered("tg") == []
 
 
+async def test_a_resend_marks_by_the_seqs_it_reads(repository: ChatRepository) -> None:
+    """An answer whose sending failed after its first request went out (marked by the seq
+    its append returned) is sent again by a resend: the mark read, the answer found by the
+    seq read, its marks by that seq. Delivered, nothing is left to send (memory/outage/
+    keeps this across an outage: tests/unit/memory/test_outage.py)."""
+    cid = tg(44)
+    done = await repository.append(cid, [user("q1"), answer("a1")])
+    await repository.mark_delivered(cid, done[-1].seq)
+    stored = await repository.append(cid, [user("q2"), answer("a2")])
+    await repository.mark_delivered(cid, stored[-1].seq, 0, sending=True)
+    await repository.mark_delivered(cid, stored[-1].seq, 0)  # refused: not sent after all
+    mark = await repository.delivery_mark(cid)
+    assert mark == DeliveryMark(after=2, seq=4, parts=0)
+    [again] = [m async for m in repository.iter_messages(cid, mark.after) if m.delivery]
+    assert (again.seq, again.content) == (4, "a2")
+    await repository.mark_delivered(cid, again.seq, mark.sent(again.seq), sending=True)
+    assert await repository.delivery_mark(cid) == DeliveryMark(2, seq=4, parts=0, sending=True)
+    await repository.mark_delivered(cid, again.seq)
+    assert await repository.delivery_mark(cid) is None
+    assert await repository.undelivered("tg") == []
+
+
 async def test_the_mark_keeps_the_oldest_answer_unsent(repository: ChatRepository) -> None:
     """Two answers unsent: the mark stays at the first until it is delivered, then moves
     to the second; a later append does not move it."""

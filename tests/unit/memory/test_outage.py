@@ -643,8 +643,60 @@ async def test_an_answer_stored_while_down_and_sent_once_redis_is_back_is_marked
     inner.down = False
     assert await repo.health.recover()
     await repo.mark_delivered(CID, stored[-1].seq, 0, sending=True)  # its request goes out
-    mark = await repo.delivery_mark(CID)
+    mark = await inner.store.delivery_mark(CID)  # what Redis holds (no resend reading it)
     assert mark == DeliveryMark(after=2, seq=4, parts=0, sending=True)
     await repo.mark_delivered(CID, stored[-1].seq)  # Telegram took it
     assert await inner.store.delivery_mark(CID) is None
+    assert await repo.undelivered("tg") == []
+
+
+async def resend(repo: ResilientRepository, cid: ConversationId) -> list[int]:
+    """What the outbox's resend does (bot/outbox.py `flush`, start-up's sweep): the mark
+    read, each answer after it sent with its messages marked as Telegram takes them, by the
+    seqs read; the seqs it sent."""
+    mark = await repo.delivery_mark(cid)
+    assert mark is not None
+    sent = []
+    async for message in repo.iter_messages(cid, mark.after):
+        if message.role == "assistant" and message.delivery is not None:
+            await repo.mark_delivered(cid, message.seq, mark.sent(message.seq), sending=True)
+            assert await repo.delivery_mark(cid) == DeliveryMark(
+                after=mark.after, seq=message.seq, parts=0, sending=True
+            )
+            await repo.mark_delivered(cid, message.seq)
+            sent.append(message.seq)
+    return sent
+
+
+@pytest.mark.parametrize("earlier", [0, 2, 4])
+async def test_an_answer_spooled_and_not_sent_is_resent_by_the_seq_redis_gave_it(
+    repo: ResilientRepository, inner: Switchable, earlier: int
+) -> None:
+    """A turn spooled while Redis is down (provisional seqs 1, 2), its answer's sending
+    failing with an error that passes (its first request's mark not made: Redis down; no
+    more marks). Redis comes back and the turn is written (seqs after the `earlier` ones);
+    the resend (start-up's sweep, trying again) reads the mark and the answer by the seqs
+    Redis gave: its marks must name that answer, not what the provisional seqs would map
+    to, or it is sent again with every next message (or another answer is skipped)."""
+    for i in range(earlier // 2):
+        done = Message(role="assistant", content=f"re: {i}", delivery=Delivery())
+        stored = await repo.append(CID, [Message(role="user", content=str(i)), done])
+        await repo.mark_delivered(CID, stored[-1].seq)
+    inner.down = True
+    answer = Message(role="assistant", content="re: now", delivery=Delivery())
+    stored = await repo.append(CID, [Message(role="user", content="now"), answer])
+    assert [m.seq for m in stored] == [1, 2]  # provisional
+    await repo.mark_delivered(CID, stored[-1].seq, 0, sending=True)  # not made: down
+    # ... and Telegram's answer is an error that passes: the answer is left to send.
+    inner.down = False
+    assert await repo.health.recover()
+    assert await repo.undelivered("tg") == [CID]
+
+    assert await resend(repo, CID) == [earlier + 2]
+    assert await inner.store.delivery_mark(CID) is None
+    assert await repo.undelivered("tg") == []
+    # The chat's next turn, answered and sent, leaves nothing either.
+    later = Message(role="assistant", content="re: later", delivery=Delivery())
+    stored = await repo.append(CID, [Message(role="user", content="later"), later])
+    await repo.mark_delivered(CID, stored[-1].seq)
     assert await repo.undelivered("tg") == []

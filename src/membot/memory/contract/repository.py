@@ -69,7 +69,12 @@ class ChatRepository(Protocol):
         ...
 
     async def delivery_mark(self, cid: ConversationId) -> DeliveryMark | None:
-        """The conversation's delivery mark; None when every stored answer was delivered."""
+        """The conversation's delivery mark; None when every stored answer was delivered.
+
+        The seqs `append` returned name its messages for `mark_delivered` (the answer sent
+        at once) until the mark is read: a resend reads it, then marks by the seqs it reads.
+        A backend whose append may return provisional seqs (memory/outage/) maps them until
+        then, never after."""
         ...
 
     async def mark_delivered(

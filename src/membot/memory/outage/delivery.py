@@ -12,6 +12,14 @@ written first): the marks then reach Redis, and `Provisional` turns the seq the 
 the answer into the one Redis gave it. Taken as it is, a provisional seq names an older
 message: the mark would go back to it, and the answers after it, delivered already, would
 be sent again with the chat's next turn.
+
+Provisional seqs are the spooled append's caller's alone, for the marks of the answer it
+sends at once (the outbox's `deliver`, in the conversation's turn). An answer whose sending
+failed is sent again by a resend (the chat's next turn, start-up's sweep), which reads the
+mark first and the answers by the seqs Redis gave: reading the mark ends the conversation's
+provisional seqs, so the resend's marks are taken as they are. Kept after it, they would
+map the resend's seqs as if provisional: its marks would be lost (the answer sent again with
+every next message) or name another message (an answer skipped).
 """
 
 from __future__ import annotations
@@ -77,7 +85,11 @@ class ResilientDeliveries:
         return await self._call(lambda: self.inner.undelivered(namespace), None)
 
     async def delivery_mark(self: _Resilient, cid: ConversationId) -> DeliveryMark | None:
-        return await self._call(lambda: self.inner.delivery_mark(cid), cid)
+        mark = await self._call(lambda: self.inner.delivery_mark(cid), cid)
+        # Who reads the mark sends what it names by the seqs Redis gave (the outbox's
+        # resend): a spooled turn's provisional seqs are not used from now on.
+        self.provisional.settled(cid)
+        return mark
 
     async def mark_delivered(
         self: _Resilient,
