@@ -6,6 +6,7 @@ cannot reach it; bad requests get the documented errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -18,6 +19,7 @@ from membot.memory.redis import RedisRepository
 from tests import api_support
 from tests.api_support import API_TOKEN, OTHER_TOKEN, Answer, RunningApi, StartApi
 from tests.e2e.helpers import prompt_texts
+from tests.e2e.processes import until
 from tests.e2e.test_forget import everything_stored
 from tests.e2e.test_redis_e2e import on_redis
 from tests.e2e.test_tools import native_call
@@ -162,3 +164,57 @@ async def test_a_v1_caller_forgets_only_its_own_conversation(
         assert short.value.code == "words_too_short" and short.value.param == "words"
         error = short.value.body
         assert isinstance(error, dict) and set(error) == {"message", "type", "param", "code"}
+
+
+@pytest.mark.parametrize("door", ["api", "v1"])
+async def test_a_confirm_during_a_turn_waits_for_it_and_erases_its_answer_too(
+    start_api: StartApi, llm: FakeLLM, data_dir: Path, door: str
+) -> None:
+    """A confirm sent while a turn of the same conversation waits on the model is erased in
+    the conversation's order: after the turn, so its question and its answer (which say the
+    words) are erased with the rest, and nothing stored holds them after."""
+    api = await start_api()
+    async with openai_client(api) as client:
+        if door == "api":
+            first = await api.client.chat({"message": f"{SECRET} is my code", "maxRounds": 5})
+            sid = str(first.body["sessionId"])
+
+            async def chat() -> str:
+                answer = await api.client.chat({"message": f"again {SECRET}", "sessionId": sid})
+                assert answer.status == 200, answer.body
+                return str(answer.body["content"])
+
+            async def confirm() -> dict[str, Any]:
+                erased = await forget_session(api, sid, {"words": SECRET, "confirm": True})
+                assert erased.status == 200, erased.body
+                return dict(erased.body)
+
+        else:
+            said = [{"role": "user", "content": f"{SECRET} is my code"}]
+            await client.chat.completions.create(model="membot", messages=said, user="ann")
+
+            async def chat() -> str:
+                again = [{"role": "user", "content": f"again {SECRET}"}]
+                done = await client.chat.completions.create(
+                    model="membot", messages=again, user="ann"
+                )
+                return done.choices[0].message.content or ""
+
+            async def confirm() -> dict[str, Any]:
+                erased = await v1_forget(client, {"words": SECRET, "user": "ann", "confirm": True})
+                return dict(erased)
+
+        llm.gate = asyncio.Event()
+        turn = asyncio.create_task(chat())
+        await llm.wait_for_in_flight(1)  # the turn holds the conversation, waiting on the model
+        erasing = asyncio.create_task(confirm())
+        service = api.core.service
+        await until(lambda: service.in_flight == 2, what="the confirm waiting for the turn")
+        assert not erasing.done()
+        llm.gate.set()
+        answer = await turn
+        assert SECRET in answer  # the answer said the words, and was stored ...
+        erased = await erasing
+    # ... and the confirm, after it, erased both turns' questions and answers.
+    assert erased["confirmed"] is True and erased["messages"] == 4
+    assert SECRET not in await everything_stored(data_dir, None)

@@ -228,6 +228,30 @@ async def test_the_models_forget_messages_asks_the_user_to_confirm(
     assert SECRET not in "".join(p.read_text("utf-8", "replace") for p in data_dir.rglob("*.*"))
 
 
+async def test_words_with_fewer_than_two_letters_or_digits_are_refused_as_the_api_does(
+    tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, data_dir: Path
+) -> None:
+    """`/forget a` would list (and erase) nearly every message: refused with a sentence, as
+    the API's WORDS_TOO_SHORT; the model's forget_messages the same way. Nothing is asked
+    and nothing erased; two letters or digits are looked for."""
+    await start_bot()
+    await say(tg, CHAT, "a cat 7 is mine; 42 too")
+    too_short = EN.TOO_SHORT.format(chars=2)
+    for words in ("a", "7", " ? ! x "):
+        assert await say(tg, CHAT, f"/forget {words}") == too_short
+    llm.script(
+        Reply(tool_calls=[native_call("forget_messages", {"words": "a"}, "f1")]),
+        Reply(content="Those words are too short to look for."),
+    )
+    assert await say(tg, CHAT, "forget a") == "Those words are too short to look for."
+    result = next(m for m in llm.chat_requests[-1]["messages"] if m["role"] == "tool")
+    assert "at least 2 letters or digits" in result["content"]
+    assert "a cat 7 is mine" in "".join(
+        p.read_text("utf-8", "replace") for p in data_dir.rglob("*.txt")
+    )
+    assert (await say(tg, CHAT, "/forget 42")).startswith(EN.FOUND.format(messages=2, facts=0))
+
+
 async def test_the_memory_screens_forget_button_says_how(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from membot.core.forget import Found
-from membot.core.forget_words import Words
+from membot.core.forget_words import MIN_CHARS, enough
 from membot.core.service import ConversationService
 from membot.errors import MembotError
 from membot.ids import ConversationId
@@ -19,8 +19,6 @@ from membot.ids import ConversationId
 SHOWN = 10  # previews of each kind, as the Telegram list shows
 SHOWN_TEXT = 120
 MAX_WORDS = 500
-# Fewer letters or digits would match nearly every message (a phrase is matched as written).
-MIN_CHARS = 2
 
 
 class ForgetRequest(BaseModel):
@@ -77,7 +75,7 @@ def parse_forget(body: bytes) -> ForgetRequest:
         error = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(p) for p in error["loc"]) or "body"
         raise BadForget(f"{where}: {error['msg']}") from None
-    if sum(c.isalnum() for c in parsed.words) < MIN_CHARS or not Words(parsed.words):
+    if not enough(parsed.words):
         raise BadForget(
             f"words must hold something to look for: at least {MIN_CHARS} letters or digits.",
             words=True,

@@ -10,6 +10,15 @@ from collections.abc import Sequence
 from membot.memory.contract.models import Message, sources_text
 from membot.search.text import normalize, query_terms, stems
 
+# Fewer letters or digits would match nearly every message ("a" is in most of them, a
+# phrase being matched as written): /forget, forget_messages and the API refuse them alike.
+MIN_CHARS = 2
+
+
+def enough(words: str) -> bool:
+    """Whether `words` name something to look for: at least MIN_CHARS letters or digits."""
+    return sum(c.isalnum() for c in words) >= MIN_CHARS and bool(Words(words))
+
 
 class Words:
     """What a request looks for, and whether a text holds it."""

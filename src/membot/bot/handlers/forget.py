@@ -25,6 +25,7 @@ from membot.bot.handlers.memory import MEMORY_FORGET
 from membot.bot.personal import answer_personal, edit_personal
 from membot.bot.texts import forget as forget_texts
 from membot.config import TaskSettings
+from membot.core.forget_words import MIN_CHARS, enough
 from membot.core.service import ConversationService
 from membot.ids import ConversationId
 from membot.memory.contract.repository import StorageUnavailable
@@ -60,6 +61,9 @@ async def forget(
 
     if not asked or user is None:
         await tell(words.USAGE)
+        return
+    if not enough(asked):
+        await tell(words.TOO_SHORT.format(chars=MIN_CHARS))
         return
     member = not await admins.may_change(bot, message.chat, user.id)
     forgetting = service.agent.forgetting

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class ForgetTexts:
     USAGE: str
+    TOO_SHORT: str  # {chars}: fewer letters or digits than that in the words
     HOW: str  # the /memory screen's "Forget…" button
     NONE: str
     FOUND: str  # {messages}, {facts}
@@ -33,6 +34,10 @@ EN = ForgetTexts(
     USAGE=(
         "Send /forget and the words the messages to erase hold, e.g. /forget my old "
         "password. I show what I found before anything is erased."
+    ),
+    TOO_SHORT=(
+        "Give me at least {chars} letters or digits to look for, e.g. /forget my old "
+        "password: fewer would match nearly every message."
     ),
     HOW=(
         "To erase messages for good, send /forget and the words they hold, e.g. "
@@ -70,6 +75,10 @@ RU = ForgetTexts(
     USAGE=(
         "Отправьте /forget и слова, которые есть в сообщениях, например /forget мой старый "
         "пароль. Прежде чем что-то стереть, я покажу, что нашёл."
+    ),
+    TOO_SHORT=(
+        "Нужно хотя бы {chars} буквы или цифры, например /forget мой старый пароль: "
+        "по меньшему подойдёт почти любое сообщение."
     ),
     HOW=(
         "Чтобы стереть сообщения навсегда, отправьте /forget и слова из них, например "

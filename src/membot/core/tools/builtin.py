@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
+from membot.core.forget_words import MIN_CHARS, enough
 from membot.core.tools.calc import evaluate, format_number
 from membot.core.tools.context import TurnContext
 from membot.core.tools.tasks import task_tools
@@ -132,6 +133,11 @@ async def forget_messages(
         raise ToolError(
             "messages can be forgotten only in a Telegram chat, while the user talks in it "
             "(/forget there)"
+        )
+    if not enough(words):
+        raise ToolError(
+            f"the words must hold at least {MIN_CHARS} letters or digits: fewer would match "
+            "nearly every message"
         )
     found = await ctx.forgetting.request(words)
     if found.empty:
