@@ -20,6 +20,7 @@ import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
+from membot.api.v1 import parts
 from membot.ids import ConversationId
 from tests import api_support
 from tests.api_support import RunningApi, StartApi
@@ -358,3 +359,39 @@ async def test_a_file_that_cannot_be_used_is_400_naming_its_part(
     if code == "no_text_layer":
         assert '(messages.0.content.1, "scan.pdf")' in error["message"]
     assert llm.chat_requests == [] and archive(api, ConversationId.v1_user("fay")) == []
+
+
+async def test_a_large_file_part_is_decoded_off_the_loop_and_bad_base64_still_named(
+    api: RunningApi, client: AsyncOpenAI, llm: FakeLLM
+) -> None:
+    """A file part of several of the chunks its base64 is decoded in (in a worker thread) is
+    read whole; one whose base64 goes wrong past its first chunk is 400 invalid_file naming
+    the part, as a short one is, and nothing is stored."""
+    text = "".join(f"line {i} of the ledger\n" for i in range(60_000)) + "total: 500 euros"
+    data = base64.b64encode(text.encode()).decode()
+    assert len(data) > 4 * parts.CHUNK
+    llm.script("500 euros.")
+    file = {"type": "file", "file": {"filename": "ledger.txt", "file_data": data}}
+    completion = await client.chat.completions.create(
+        model="membot",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Total?"}, file]}],
+        user="gus",
+    )
+    assert completion.choices[0].message.content == "500 euros."
+    shown = str(llm.chat_requests[-1]["messages"][-1]["content"])
+    assert "line 0 of the ledger" in shown
+    [stored, _] = archive(api, ConversationId.v1_user("gus"))
+    assert stored["attachments"][0]["size"] == len(text.encode())
+
+    broken = data[: 3 * parts.CHUNK] + "*" + data[3 * parts.CHUNK + 1 :]
+    file = {"type": "file", "file": {"filename": "ledger.txt", "file_data": broken}}
+    with pytest.raises(openai.BadRequestError) as raised:
+        await client.chat.completions.create(
+            model="membot",
+            messages=[{"role": "user", "content": [{"type": "text", "text": "Again?"}, file]}],
+            user="hal",
+        )
+    error = error_of(raised.value)
+    assert (error["code"], error["param"]) == ("invalid_file", "messages.0.content.1")
+    assert error["message"] == "A file's data is not valid base64, or is empty."
+    assert archive(api, ConversationId.v1_user("hal")) == []

@@ -9,17 +9,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from aiohttp import web
 
-from membot.api.errors import ApiError, api_error, media_error
+from membot.api.errors import ApiError, api_error
 from membot.api.forget import BadForget, forget, parse_forget
 from membot.api.stream import CLIENT_GONE
-from membot.api.v1.errors import V1Error, from_api_error, invalid, over_limit, unknown_model
+from membot.api.v1.errors import (
+    V1Error,
+    from_api_error,
+    from_media_error,
+    invalid,
+    over_limit,
+    unknown_model,
+)
 from membot.api.v1.fields import call_options, output_of
 from membot.api.v1.models import (
     DEFAULT_MODEL,
@@ -128,7 +134,7 @@ class V1Door:
         except ApiError as exc:
             raise from_api_error(exc) from None
         parsed = parse(body)
-        turn = take_turn(parsed, self.options.max_message_chars)
+        turn = await take_turn(parsed, self.options.max_message_chars)
         allowed = self.options.models
         if turn.model is not None and allowed and turn.model not in allowed:
             raise unknown_model(turn.model, (DEFAULT_MODEL, *allowed))
@@ -248,12 +254,7 @@ def _error(exc: MembotError, places: tuple[str, ...]) -> V1Error | None:
     if isinstance(exc, V1Error):
         return exc
     if isinstance(exc, MediaError) and not isinstance(exc, ApiError):
-        error = from_api_error(media_error(exc))
-        # The API's sentence names attachments[i]; here the file is a content part.
-        if exc.position is not None and 0 < exc.position <= len(places):
-            error.param = places[exc.position - 1]
-            error.message = re.sub(r"\(attachments\[\d+\]", f"({error.param}", error.message)
-        return error
+        return from_media_error(exc, places)
     translated = api_error(exc, names_session=False)
     return None if translated is None else from_api_error(translated)
 

@@ -6,14 +6,16 @@ caller's budgets and rate limit, an unknown model)."""
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from typing import Any, Final
 
 from aiohttp import web
 
-from membot.api.errors import ERROR_STATUS, ApiError, ErrorCode
+from membot.api.errors import ERROR_STATUS, ApiError, ErrorCode, media_error
 from membot.api.wire import json_response
 from membot.errors import MembotError
+from membot.media.errors import MediaError
 from membot.usage import OverLimit
 
 # OpenAI's codes where it has one; the API's own code in lower case otherwise.
@@ -75,6 +77,16 @@ def from_api_error(error: ApiError) -> V1Error:
     status = _STATUSES.get(error.code, ERROR_STATUS[error.code])
     code = _CODES.get(error.code, error.code.value.lower())
     return V1Error(status, code, error.message)
+
+
+def from_media_error(exc: MediaError, places: tuple[str, ...]) -> V1Error:
+    """A file membot cannot use, as /v1 answers it: the API's sentence, which names
+    attachments[i], naming the file's content part (`places`: each upload's, in order)."""
+    error = from_api_error(media_error(exc))
+    if exc.position is not None and 0 < exc.position <= len(places):
+        error.param = places[exc.position - 1]
+        error.message = re.sub(r"\(attachments\[\d+\]", f"({error.param}", error.message)
+    return error
 
 
 def invalid(message: str, param: str | None = None, code: str = "invalid_request") -> V1Error:

@@ -159,7 +159,7 @@ def _sentence(kind: str, where: str | None, message: str) -> str:
     return f"The field {where} is invalid: {message.removeprefix('Value error, ')}."
 
 
-def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
+async def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
     """The new turn: the last message, which must be the user's; V1Error otherwise, and for
     what membot does not do (client-side tools, several choices)."""
     if request.tools or request.functions:
@@ -175,7 +175,7 @@ def take_turn(request: CompletionRequest, max_message_chars: int) -> Turn:
     if last.role != "user":
         raise invalid("The last message must be the user's (role: user).", "messages")
     where = f"messages.{len(request.messages) - 1}.content"
-    text, uploads, places = content_of(last.content, where)
+    text, uploads, places = await content_of(last.content, where)
     if not text.strip() and not uploads:
         raise invalid("The last user message is empty.", where)
     if len(text) > max_message_chars:
