@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import httpx2
 import openai
+import orjson
 from openai import AsyncOpenAI, DefaultAioHttpClient
 from openai.types.chat import ChatCompletion
 
@@ -195,7 +196,9 @@ class OpenAIChatModel:
         # The same request `chat.completions.create` sends, with the same retries,
         # timeouts and errors, minus its walk of the body through the SDK's TypedDicts:
         # our body is plain JSON already, and that walk cost ~10 ms per 20-message prompt.
-        return await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        return await self._client.post(
+            "/chat/completions", content=_json(body), cast_to=ChatCompletion
+        )
 
     async def _open_stream(self, body: dict[str, Any]) -> httpx2.Response:
         # The usage comes in one last chunk, and only when asked for.
@@ -203,7 +206,7 @@ class OpenAIChatModel:
         # The raw response, its body not read yet: sent, retried and refused (an error
         # status) by the client as a plain call is; llm/streaming.py reads it.
         return await self._client.post(
-            "/chat/completions", body=streamed, cast_to=httpx2.Response, stream=True
+            "/chat/completions", content=_json(streamed), cast_to=httpx2.Response, stream=True
         )
 
     def _failure(
@@ -242,3 +245,11 @@ class OpenAIChatModel:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    """The body as the client would send it (compact UTF-8 JSON, the same bytes), made by
+    orjson: the client's stdlib encoder took ~0.1 ms a call for a 20-message prompt with
+    every tool's schema. Sent as the request's content, with the client's own headers
+    (Content-Type: application/json), retries and errors."""
+    return orjson.dumps(body)
