@@ -7,7 +7,8 @@ about one update a second; drafts are never sent in a burst). The pacing is a `D
 given by the wiring (bot/app.py): Telegram's defaults in production, a faster one in tests
 that are not about the pacing. Until the first draft is
 shown, the same task keeps the typing indicator on. A draft is a preview only: the answer is
-stored and then sent as a message (TelegramSink.answer), which replaces the draft.
+stored and then sent as a message (TelegramSink.answer), which replaces the draft; once the
+model has finished writing (`written`), no draft is sent for what the message is about to show.
 
 Nothing here may cost the user the answer: a 429 pauses the drafts for its retry_after, any
 other failure for `backoff`; `add` never raises and never waits on Telegram."""
@@ -71,6 +72,7 @@ class Drafts:
         self._next_at = 0.0  # time.monotonic() before which no draft is sent
         self._start_at = time.monotonic() + pacing.first_after  # ... nor before this one
         self._closed = False
+        self._written = False  # the model has finished writing `text`: no draft shows it
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()  # one draft in flight; `reset` and `close` wait for it
         self._task: asyncio.Task[None] | None = None
@@ -85,7 +87,15 @@ class Drafts:
     def add(self, text: str) -> None:
         """More of the answer (never raises, never waits)."""
         self.text += text
+        self._written = False
         self._wake.set()
+
+    def written(self) -> None:
+        """The model has finished writing what the drafts hold: it is about to be sent as a
+        message, which replaces any draft, so none is sent for it (a draft the message
+        replaces a moment later is a Bot API call for nothing). Text added after this (a
+        later step's) is shown again as it comes."""
+        self._written = True
 
     def head(self, quote: str) -> None:
         """A quotation above the answer, shown at once (never raises, never waits)."""
@@ -110,6 +120,8 @@ class Drafts:
             self._task = None
 
     def _due(self) -> bool:
+        if self._written:
+            return False
         new = len(self.text) - self._shown
         worth = new >= self.pacing.min_new and bool(self.text.strip())
         return worth or self.quote != self._quoted

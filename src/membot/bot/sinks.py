@@ -133,6 +133,9 @@ class DraftSink(TelegramSink):
         # second later, and read from the model four times less often than at the default.
         return self.drafts.pacing.interval / 2
 
+    def written(self) -> None:
+        self.drafts.written()
+
     async def delta(self, text: str) -> None:
         self.drafts.add(text)
 

@@ -21,6 +21,7 @@ from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from membot.core.cited import Cited
 from membot.core.citing import MarkerFilter, cited_answer, strip_markers
 from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
@@ -28,7 +29,6 @@ from membot.core.stops import until_stopped
 from membot.core.turn import PacedSink, StoppableSink, StreamingSink
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import (
-    MAX_SOURCES,
     CallOptions,
     ChatMessage,
     ChatModel,
@@ -37,7 +37,7 @@ from membot.llm.model import (
     StreamNotes,
 )
 from membot.llm.tools.visible import VisibleText
-from membot.memory.contract.models import Message, Source
+from membot.memory.contract.models import Message
 
 if TYPE_CHECKING:
     from membot.core.media import MediaReader
@@ -209,21 +209,26 @@ class ToolSteps:
             return await self.model.complete(request)
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
-        request = replace(request, hold=sink.hold) if isinstance(sink, PacedSink) else request
+        paced = sink if isinstance(sink, PacedSink) else None
+        request = replace(request, hold=paced.hold) if paced is not None else request
         items = self.model.stream(request, notes)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.
-        async with aclosing(items):
-            async for item in items:
-                if not isinstance(item, str):
-                    if tail := markers.flush():
-                        await sink.delta(tail)
-                    return item
-                piece = visible.feed(item)
-                if piece and shown is not None:
-                    shown.append(piece)
-                if piece := markers.feed(piece):
-                    await sink.delta(piece)
+        try:
+            async with aclosing(items):
+                async for item in items:
+                    if not isinstance(item, str):
+                        if tail := markers.flush():
+                            await sink.delta(tail)
+                        return item
+                    piece = visible.feed(item)
+                    if piece and shown is not None:
+                        shown.append(piece)
+                    if piece := markers.feed(piece):
+                        await sink.delta(piece)
+        finally:
+            if paced is not None:
+                paced.written()
         raise LLMUnavailable("the stream ended without an answer")
 
     async def _checked(
@@ -256,27 +261,6 @@ class ToolSteps:
         if output.check(text) is not None:
             raise LLMInvalidOutput("the answer did not match the requested format")
         return output.clean(text), response
-
-
-class Cited:
-    """The sources a turn's model calls cited, in the order first cited, each page once."""
-
-    __slots__ = ("_by_url",)
-
-    def __init__(self) -> None:
-        self._by_url: dict[str, Source] = {}
-
-    def add(self, response: LLMResponse) -> None:
-        for source in response.sources:
-            known = self._by_url.get(source.url)
-            if known is None and len(self._by_url) >= MAX_SOURCES:
-                continue
-            if known is None or (not known.title and source.title):  # a title if any gave one
-                self._by_url[source.url] = Source(source.url, source.title)
-
-    @property
-    def sources(self) -> tuple[Source, ...]:
-        return tuple(self._by_url.values())
 
 
 async def _progress(cid: ConversationId, sink: ReplySink, text: str) -> None:

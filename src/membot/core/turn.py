@@ -152,6 +152,12 @@ class PacedSink(Protocol):
     @property
     def hold(self) -> float: ...
 
+    def written(self) -> None:
+        """The model has finished writing (this step's stream ended): what the reader has not
+        seen of it yet goes out at once as a message (the answer, or a tool step's note), so
+        the pace need not show it first. More text may follow in a later step (never raises)."""
+        ...
+
 
 @runtime_checkable
 class HearingSink(Protocol):

@@ -78,6 +78,9 @@ class DraftLikeSink(StreamingSink):
 
     hold = 0.5
 
+    def written(self) -> None:
+        self.events.append(("written", self.streamed))
+
 
 async def test_a_paced_sinks_hold_goes_with_the_request(
     model: ScriptedModel, repo: MemoryRepository
@@ -87,6 +90,22 @@ async def test_a_paced_sinks_hold_goes_with_the_request(
     await make(model, repo).respond(said("Plan a trip"), DraftLikeSink())
     await make(model, repo).respond(said("Plan a trip"), StreamingSink())
     assert [r.hold for r in model.chat_requests] == [0.5, None]
+
+
+async def test_a_paced_sink_learns_the_model_has_finished_writing_before_any_message(
+    model: ScriptedModel, repo: MemoryRepository
+) -> None:
+    # Each step's stream ends (its text all there) before that text goes out as a message:
+    # a draft of it would be replaced at once (bot/drafts.py).
+    model.script(Reply("Let me check.", tool_call("calculate", expression="6*7")), ANSWER)
+    sink = DraftLikeSink()
+    await make(model, repo).respond(said("6*7?"), sink)
+    kinds = [kind for kind, _ in sink.events if kind != "delta"]
+    assert kinds == ["written", "progress", "written", "answer"]
+    assert [text for kind, text in sink.events if kind == "written"] == [
+        "Let me check.",
+        "Let me check." + ANSWER,
+    ]
 
 
 async def test_a_sink_without_delta_gets_a_plain_call(
