@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from membot.api import base64s
 from membot.api.models import MAX_BODY_BYTES
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
@@ -145,6 +146,7 @@ async def test_an_attachment_that_cannot_be_used_is_400_and_stores_nothing(
 
 
 ONE_PAGE = media_files.pdf_with_text("One page.")
+LONG_BAD = "QUFB" * (base64s.CHUNK // 2) + "*QUF" + "QUFB" * 100
 
 
 @pytest.mark.parametrize(
@@ -184,8 +186,22 @@ ONE_PAGE = media_files.pdf_with_text("One page.")
             "INVALID_ATTACHMENT",
             "An attachment's data is not valid base64, or is empty (attachments[1]).",
         ),
+        (
+            # Decoded in chunks (api/base64s.py): wrong past its first, refused all the same.
+            [attachment("image", media_files.jpeg()), {"type": "document", "data": LONG_BAD}],
+            "INVALID_ATTACHMENT",
+            "An attachment's data is not valid base64, or is empty (attachments[1]).",
+        ),
     ],
-    ids=["pdf-as-image", "jpeg-as-audio", "random-txt", "nested-pdf", "second-of-two", "base64"],
+    ids=[
+        "pdf-as-image",
+        "jpeg-as-audio",
+        "random-txt",
+        "nested-pdf",
+        "second-of-two",
+        "base64",
+        "long-base64",
+    ],
 )
 async def test_an_attachment_error_says_what_is_wrong_and_which_attachment(
     api: RunningApi, llm: FakeLLM, items: list[Any], code: str, sentence: str

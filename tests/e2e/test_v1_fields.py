@@ -20,7 +20,7 @@ import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel
 
-from membot.api.v1 import parts
+from membot.api import base64s
 from membot.ids import ConversationId
 from tests import api_support
 from tests.api_support import RunningApi, StartApi
@@ -369,7 +369,7 @@ async def test_a_large_file_part_is_decoded_off_the_loop_and_bad_base64_still_na
     the part, as a short one is, and nothing is stored."""
     text = "".join(f"line {i} of the ledger\n" for i in range(60_000)) + "total: 500 euros"
     data = base64.b64encode(text.encode()).decode()
-    assert len(data) > 4 * parts.CHUNK
+    assert len(data) > 4 * base64s.CHUNK
     llm.script("500 euros.")
     file = {"type": "file", "file": {"filename": "ledger.txt", "file_data": data}}
     completion = await client.chat.completions.create(
@@ -383,7 +383,7 @@ async def test_a_large_file_part_is_decoded_off_the_loop_and_bad_base64_still_na
     [stored, _] = archive(api, ConversationId.v1_user("gus"))
     assert stored["attachments"][0]["size"] == len(text.encode())
 
-    broken = data[: 3 * parts.CHUNK] + "*" + data[3 * parts.CHUNK + 1 :]
+    broken = data[: 3 * base64s.CHUNK] + "*" + data[3 * base64s.CHUNK + 1 :]
     file = {"type": "file", "file": {"filename": "ledger.txt", "file_data": broken}}
     with pytest.raises(openai.BadRequestError) as raised:
         await client.chat.completions.create(

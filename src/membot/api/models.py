@@ -4,8 +4,6 @@ these same models, so what is described is what is enforced."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -13,10 +11,12 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from membot.api.errors import ApiError, ErrorCode, invalid_attachment
+from membot.api.base64s import decode, decoded_size
+from membot.api.errors import ApiError, ErrorCode, invalid_attachment, media_error
 from membot.api.output_schema import check_output_schema
 from membot.core.media import Upload
 from membot.core.sessions import SessionRequest
+from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, FileTooBig
 from membot.memory.contract.state import MAX_PERSONA, SessionConfig
 
 #: Larger bodies are refused (413) before they are parsed: room for a 20 MB file, whose
@@ -51,11 +51,18 @@ class Attachment(BaseModel):
         json_schema_extra={"contentEncoding": "base64"},
     )
 
-    def to_upload(self, index: int = 0) -> Upload:
-        """The bytes for the turn; INVALID_ATTACHMENT naming attachments[index] if not base64."""
+    async def to_upload(self, index: int = 0, max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT) -> Upload:
+        """The bytes for the turn; INVALID_ATTACHMENT naming attachments[index] if not base64,
+        PAYLOAD_TOO_LARGE (as the media layer refuses the bytes) if over `max_bytes`, known
+        from the base64's length before it is decoded."""
+        size = decoded_size(self.data)
+        if size > max_bytes:
+            too_big = FileTooBig(size, max_bytes)
+            too_big.about(index + 1, self.name)
+            raise media_error(too_big)
         try:
-            data = base64.b64decode(self.data, validate=True)
-        except (binascii.Error, ValueError):
+            data = await decode(self.data)
+        except ValueError:  # binascii.Error too
             data = b""
         if not data:
             raise invalid_attachment(index)
@@ -156,7 +163,8 @@ class ChatRequest(BaseModel):
                     f"{field} is {len(value):,} characters long; at most {cap:,} are taken.",
                 )
 
-    def to_session_request(self) -> SessionRequest:
+    async def to_session_request(self, max_bytes: int = TELEGRAM_DOWNLOAD_LIMIT) -> SessionRequest:
+        """The request for the core, its attachments decoded (each at most `max_bytes`)."""
         config = SessionConfig(
             model=self.model,
             system_prompt=self.system_prompt,
@@ -170,7 +178,9 @@ class ChatRequest(BaseModel):
             session_id=self.session_id,
             max_rounds=self.max_rounds,
             config=config,
-            uploads=tuple(a.to_upload(i) for i, a in enumerate(self.attachments or ())),
+            uploads=tuple(
+                [await a.to_upload(i, max_bytes) for i, a in enumerate(self.attachments or ())]
+            ),
         )
 
 

@@ -173,7 +173,7 @@ class ApiServer:
     ) -> dict[str, Any]:
         """The response object of one request (the answer, stored already)."""
         try:
-            reply = await self.sessions.chat(parsed.to_session_request(), events)
+            reply = await self.sessions.chat(await parsed.to_session_request(), events)
         except MembotError as exc:
             error = api_error(exc, names_session=parsed.session_id is not None)
             if error is None:

@@ -1,4 +1,5 @@
-"""/v1's content parts (api/v1/parts.py): a file's size is known from its base64's length
+"""Files as base64 in a request (api/base64s.py): /v1's content parts (api/v1/parts.py) and
+/api/chat's attachments (api/models.py). A file's size is known from its base64's length
 and refused before it is decoded, with the error the media layer gives a file over its
 limit; long base64 is decoded in chunks (off the event loop) exactly as at once."""
 
@@ -10,8 +11,11 @@ import os
 
 import pytest
 
+from membot.api.base64s import CHUNK, decode_in_chunks, decoded_size
+from membot.api.errors import ApiError, ErrorCode
+from membot.api.models import ChatRequest
 from membot.api.v1.errors import V1Error
-from membot.api.v1.parts import CHUNK, ContentPart, content_of, decode_in_chunks, decoded_size
+from membot.api.v1.parts import ContentPart, content_of
 
 WHERE = "messages.0.content"
 
@@ -54,6 +58,25 @@ async def test_a_file_over_the_limit_is_refused_by_its_length_before_it_is_decod
                 "code": "payload_too_large",
             }
         }
+
+
+async def test_an_attachment_over_the_limit_is_refused_by_its_length_before_it_is_decoded() -> None:
+    limit = 1000
+    fits = {"type": "document", "name": "a.txt", "data": base64.b64encode(b"a" * limit).decode()}
+    over = base64.b64encode(b"a" * (limit + 1)).decode()
+    request = ChatRequest.model_validate({"message": "read", "attachments": [fits]})
+    [upload] = (await request.to_session_request(limit)).uploads
+    assert upload.data == b"a" * limit
+    for data in (over, "!!!!" * 400):
+        too_big = {"type": "document", "name": "b.txt", "data": data}
+        request = ChatRequest.model_validate({"message": "read", "attachments": [fits, too_big]})
+        with pytest.raises(ApiError) as raised:
+            await request.to_session_request(limit)
+        # The error a file over the media limit gets there (api/errors.py media_error).
+        assert raised.value.code == ErrorCode.PAYLOAD_TOO_LARGE
+        assert raised.value.message == (
+            'The request body (or an attachment) is too large (attachments[1], "b.txt").'
+        )
 
 
 def test_decoding_in_chunks_is_decoding_at_once() -> None:

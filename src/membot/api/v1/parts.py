@@ -5,24 +5,16 @@ shown to the model, audio transcribed, a document read and kept)."""
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from membot.api.base64s import decode, decoded_size
 from membot.api.models import MAX_ATTACHMENTS
 from membot.api.v1.errors import from_media_error, invalid
 from membot.core.media import Upload, UploadKind
 from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, FileTooBig
-
-#: Longer base64 is decoded in a worker thread, a chunk of this many characters at a time:
-#: binascii holds the GIL while it decodes, so one call on a whole file would stop the event
-#: loop as long (measured on 2 loaded cores: 18 MB decoded at once, the loop stopped for
-#: 175 ms, in a thread too; in chunks of 256 KB, at most 17 ms). A chunk takes about 1 ms.
-CHUNK = 256 * 1024
 
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg", "m4a": "audio/mp4"}
 _TOKEN = re.compile(r"[a-z0-9.+-]{1,20}")
@@ -113,12 +105,6 @@ class _Encoded:
     name: str | None = None
 
 
-def decoded_size(data: str) -> int:
-    """How many bytes base64 `data` decodes to (when valid: 4 characters for every 3
-    bytes, the last group's `=` padding standing for none)."""
-    return len(data) // 4 * 3 - data.endswith("=") - data.endswith("==")
-
-
 def _image(url: str, where: str) -> _Encoded:
     """An image_url part as the turn's upload, as /api/chat's image attachments are."""
     match = _DATA_URL.fullmatch(url.strip())
@@ -157,29 +143,10 @@ def _file(part: InputFile, where: str) -> _Encoded:
 
 async def _decoded(data: str, where: str, what: str) -> bytes:
     try:
-        if len(data) > CHUNK:
-            raw = await asyncio.to_thread(decode_in_chunks, data)
-        else:
-            raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
+        raw = await decode(data)
+    except ValueError:  # binascii.Error too
         raw = b""
     if not raw:
         code = "invalid_image" if what == "An image" else "invalid_file"
         raise invalid(f"{what}'s data is not valid base64, or is empty.", where, code)
     return raw
-
-
-def decode_in_chunks(data: str) -> bytes:
-    """`data` as `b64decode(data, validate=True)` decodes it (binascii.Error where it
-    would refuse it), CHUNK characters at a time, so that the GIL goes back to the event
-    loop between them."""
-    if len(data) % 4:
-        raise binascii.Error("base64 of a length that is not a multiple of 4")
-    parts = []
-    for start in range(0, len(data), CHUNK):
-        chunk = data[start : start + CHUNK]
-        if start + CHUNK < len(data) and chunk.endswith("="):
-            # Valid in a chunk of its own, not inside the data: only its end is padded.
-            raise binascii.Error("base64 padding before the end")
-        parts.append(base64.b64decode(chunk, validate=True))
-    return b"".join(parts)
