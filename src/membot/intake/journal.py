@@ -5,7 +5,9 @@ the previous one. A crash before its updates are answered would lose every messa
 but not yet answered: Telegram never sends them again.
 
 So every batch is appended to `DATA_DIR/inbox.jsonl` and fdatasync'd (one sync per batch, in
-a worker thread) by `put`, before the source asks for more and before the runner takes it.
+the journal's own worker thread) by `put`, before the source asks for more and before the
+runner takes it. That one thread does all of the journal's file work in the order it was
+asked for, so emptying the journal need not be waited for: a later write runs after it.
 At start-up, the journal is read back: a message (text, a voice, an audio file, a video
 note, a photo, a document; an album's parts as one, answered when any of them is) whose
 question is not in its chat's archive was never answered, and is handled again, before
@@ -80,7 +82,7 @@ class Journal:
         self._repository = repository  # what a replay is checked against at start-up
         self._pending: dict[int, bytes] = {}  # update id -> its journal line
         self._done: list[int] = []  # handled since the last write
-        self._io = asyncio.Lock()
+        self._file = files.Worker()  # in the order asked for: no lock
         self._size = 0
         self._compact = False  # rewrite at the next write, whatever the size
         self._dir_synced = False  # the journal's directory entry, once per process
@@ -104,7 +106,10 @@ class Journal:
         return None
 
     async def close(self) -> None:
-        await self.flush()
+        try:
+            await self.flush()
+        finally:
+            self._file.close()
 
     def let_go(self, entry: Entry) -> None:
         return None
@@ -179,7 +184,9 @@ class Journal:
 
         When nothing journaled is in flight any more, the journal is emptied at once (after
         the answer was sent): a handled message does not linger on disk, and cannot come
-        back after a crash that follows, say, the chat's /reset.
+        back after a crash that follows, say, the chat's /reset. Not waited for: the worker
+        empties it before any later write (a batch put meanwhile lands after it), and the
+        chat's next update need not wait for it.
         """
         self._commands_in_flight.discard(entry.update_id)
         if self._pending.pop(entry.update_id, None) is None:
@@ -187,12 +194,10 @@ class Journal:
         self._done.append(entry.update_id)
         if self._pending:
             return
-        async with self._io:
-            if not self._pending:
-                await asyncio.to_thread(files.truncate, self.path)
-                self._size = 0
-                self._done = []
-                self._compact = False
+        self._size = 0
+        self._done = []
+        self._compact = False
+        self._file.empty(self.path)
 
     # -- the file ---------------------------------------------------------------------------
 
@@ -200,30 +205,31 @@ class Journal:
         """Journal these lines (update id -> its JSON) durably."""
         if not lines:
             return
-        async with self._io:
-            self._pending.update(lines)
-            batch = b"".join(line + b"\n" for line in lines.values())
-            if self._done:
-                batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
-                self._done = []
-            self._size = await asyncio.to_thread(
-                files.append, self.path, batch, not self._dir_synced
-            )
-            self._dir_synced = True
-            if self._compact or self._size >= COMPACT_BYTES:
-                # Only what is still pending survives; everything else was handled. (The
-                # batch is already durable above, whatever becomes of this rewrite.)
-                keep = b"".join(line + b"\n" for line in self._pending.values())
-                self._size = await asyncio.to_thread(files.rewrite, self.path, keep)
-                self._compact = False
+        self._pending.update(lines)
+        batch = b"".join(line + b"\n" for line in lines.values())
+        if self._done:
+            batch = json.dumps({"done": self._done}).encode() + b"\n" + batch
+            self._done = []
+        # Past COMPACT_BYTES only what is still pending survives, rewritten after the append
+        # (the batch is durable first, whatever becomes of the rewrite).
+        compact = self._compact or self._size + len(batch) >= COMPACT_BYTES
+        keep = list(self._pending.values()) if compact else None
+        at = 0 if self._compact else COMPACT_BYTES
+        self._compact = False
+        self._size = await self._file.run(
+            files.append, self.path, batch, not self._dir_synced, keep, at
+        )
+        self._dir_synced = True
 
     async def flush(self) -> None:
-        """Write the done marks now, durably (before a command, and at shutdown)."""
-        async with self._io:
-            if self._done:
-                line = json.dumps({"done": self._done}).encode() + b"\n"
-                self._done = []
-                self._size = await asyncio.to_thread(files.append, self.path, line)
+        """Write the done marks now, durably (before a command, and at shutdown); or, with
+        none to write, wait for the file work asked for before (an emptying)."""
+        if self._done:
+            line = json.dumps({"done": self._done}).encode() + b"\n"
+            self._done = []
+            self._size = await self._file.run(files.append, self.path, line)
+        else:
+            await self._file.settled()
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -238,7 +244,7 @@ class Journal:
     async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
         """The journaled messages, not marked done, whose question never reached its
         chat's archive. They count as pending until handled again."""
-        records, done, self._size = await asyncio.to_thread(files.read, self.path)
+        records, done, self._size = await self._file.run(files.read, self.path)
         self.journaled_before = frozenset(int(r["update_id"]) for r in records)
         replay, skipped = await unanswered_of(
             [r for r in records if int(r["update_id"]) not in done],
@@ -258,7 +264,7 @@ class Journal:
         if replay:
             self._compact = True  # at the next write
         else:
-            await asyncio.to_thread(files.truncate, self.path)
+            await self._file.run(files.truncate, self.path)
             self._size = 0
         return replay
 

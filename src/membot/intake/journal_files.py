@@ -1,24 +1,74 @@
-"""The journal's file work, in worker threads: append durably, truncate, rewrite, read back."""
+"""The journal's file work, in its worker thread: append durably, truncate, rewrite, read back."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from membot.durable import append_lines, replace_atomic
 from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 
-def append(path: Path, payload: bytes, sync_dir: bool = False) -> int:
+
+class Worker:
+    """One thread of the journal's own, running its file work in the order it was asked for:
+    what is asked for later lands after it, so no caller needs to wait for what it does not
+    use (an emptying)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="membot-journal")
+        self._last: asyncio.Future[Any] | None = None
+
+    def run(self, fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+        work = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        self._last = work
+        return work
+
+    def empty(self, path: Path) -> None:
+        """Truncate, not waited for: a failure is logged (the handled lines stay on disk, and
+        each is checked against its chat's archive after a crash)."""
+        self.run(truncate, path).add_done_callback(_emptied)
+
+    async def settled(self) -> None:
+        """Once everything asked for so far is done (a failure is its asker's)."""
+        if self._last is not None:
+            with contextlib.suppress(OSError):
+                await self._last
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+def _emptied(work: asyncio.Future[None]) -> None:
+    if not work.cancelled() and (exc := work.exception()) is not None:
+        log.warning("journal: not emptied (%s)", exc)
+
+
+def append(
+    path: Path,
+    payload: bytes,
+    sync_dir: bool = False,
+    keep: Sequence[bytes] | None = None,
+    compact_bytes: int = 0,
+) -> int:
     """Append whole lines durably; the journal's size after it. `sync_dir` also makes the
-    file's directory entry durable (the journal is truncated, never deleted: once is enough)."""
-    return append_lines(path, payload, sync_dir=sync_dir)
+    file's directory entry durable (the journal is truncated, never deleted: once is enough).
+    With `keep`, the journal is then rewritten with these lines alone if it has reached
+    `compact_bytes` (the append is durable first, whatever becomes of the rewrite)."""
+    size = append_lines(path, payload, sync_dir=sync_dir)
+    if keep is not None and size >= compact_bytes:
+        size = rewrite(path, b"".join(line + b"\n" for line in keep))
+    return size
 
 
 def truncate(path: Path) -> None:

@@ -71,8 +71,10 @@ class Handler:
 
 
 @pytest.fixture
-async def journal(tmp_path: Path) -> Journal:
-    return Journal(tmp_path, commands=COMMANDS)
+async def journal(tmp_path: Path) -> AsyncIterator[Journal]:
+    journal = Journal(tmp_path, commands=COMMANDS)
+    yield journal
+    await journal.close()
 
 
 @pytest.fixture
@@ -103,6 +105,7 @@ async def test_a_chat_in_order_and_chats_side_by_side(
     await handler.wait_for(4)
     assert [u for c, u in handler.seen if c == "1"] == [1, 3]
     await runner.stop(grace=5)
+    await journal.close()  # as the process shuts down: the runner, then its intake
     assert (tmp_path / INBOX).read_text() == ""  # every update done: nothing to replay
 
 
@@ -114,6 +117,7 @@ async def test_a_failed_update_is_done_and_the_chat_goes_on(
         await journal.put([text(1, 1), text(2, 1)])
         await handler.wait_for(1)
         await runner.stop(grace=5)
+    await journal.close()
     assert handler.seen == [("1", 2)]  # not tried again
     assert "update 1 failed (RuntimeError)" in caplog.text
     assert (tmp_path / INBOX).read_text() == ""
@@ -144,6 +148,7 @@ async def test_an_albums_parts_are_one_call_gathered_until_none_more_comes(
     assert by_chat == [[1, 2, 3], [4], [5], [6]]
     assert handler.albums.index([1, 2, 3]) < handler.albums.index([4])  # in order
     await runner.stop(grace=5)
+    await journal.close()  # as the process shuts down: the runner, then its intake
     assert (tmp_path / INBOX).read_text() == ""  # every part done
     assert runner.handled == 6
 
