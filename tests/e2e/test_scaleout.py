@@ -35,6 +35,8 @@ CHATS = [8101, 8102, 8103, 8104, 8105, 8106]
 BURST = 4
 SHARDS = 8
 SECRET = "scale-out-secret"
+# Lines of each process's log shown at the end of a failure's description.
+LAST_LINES = 80
 
 
 class Cluster:
@@ -87,16 +89,57 @@ class Cluster:
 
     def describe(self) -> str:
         """Each process's warnings and intake events in full (what explains a failure), then
-        the end of its log."""
+        the end of its log: enough of it to show what each process did last (a chat's turns,
+        the model calls, the tasks), not only how it started."""
 
         def notable(line: str) -> bool:
             return " WARNING " in line or " ERROR " in line or "membot.intake" in line
 
         parts = []
-        for name in self.output:
-            events = "".join(line for line in self.output[name] if notable(line))
-            parts.append(f"--- {name}:\n{events}... last lines:\n{self.log(name)[-1500:]}")
+        for name, lines in self.output.items():
+            events = "".join(line for line in lines if notable(line))
+            last = "".join(lines[-LAST_LINES:])
+            parts.append(f"--- {name} (exit {self.processes[name].returncode}):\n{events}")
+            parts.append(f"... last {min(len(lines), LAST_LINES)} of {len(lines)} lines:\n{last}")
         return "\n".join(parts)
+
+    async def explain(self, llm: FakeLLM | None = None) -> str:
+        """`describe`, and where the updates are in Redis: each shard's lease holder, its
+        entries and which consumer holds them pending, the chats' turn locks held; and the
+        model's requests still open. Says whether a stalled chat waits in the stream, in a
+        worker's hands, behind a turn lock, or on the model."""
+        lines = [self.describe(), "--- redis:"]
+        prefix = self.env["REDIS_PREFIX"]
+        try:
+            async with asyncio.timeout(10):
+                client = Redis.from_url(self.env["REDIS_URL"], decode_responses=True)
+                try:
+                    for shard in range(SHARDS):
+                        key = f"{prefix}q:s:{shard}"
+                        holder = await client.get(f"{prefix}q:lease:{shard}")
+                        pending = await client.xpending_range(key, "workers", "-", "+", 100)
+                        held = [
+                            (p["message_id"], p["consumer"], p["time_since_delivered"])
+                            for p in pending
+                        ]
+                        lines.append(
+                            f"shard {shard}: lease={holder} entries={await client.xlen(key)} "
+                            f"pending(id, consumer, ms)={held}"
+                        )
+                    async for name in client.scan_iter(f"{prefix}lock:*"):
+                        lines.append(f"turn lock {name}: {await client.pttl(name)} ms left")
+                    workers = await client.zrange(f"{prefix}q:workers", 0, -1, withscores=True)
+                    lines.append(f"workers' heartbeats: {workers}")
+                finally:
+                    await client.aclose()
+        except Exception as exc:  # the explanation must not hide the failure it explains
+            lines.append(f"(Redis not read: {exc!r})")
+        if llm is not None:
+            lines.append(f"--- model: {llm.in_flight} request(s) in flight; asked, in order:")
+            for body in llm.chat_requests:
+                last = str(body["messages"][-1]["content"])[-60:]
+                lines.append(f"  {'streamed' if body.get('stream') else 'plain'}: {last!r}")
+        return "\n".join(lines)
 
     async def stop(self) -> None:
         for process in self.processes.values():
@@ -195,7 +238,12 @@ async def worker_in_a_model_call(llm: FakeLLM, redis: Redis, prefix: str, cluste
 
 
 async def all_answered_once_in_order(
-    tg: FakeTelegram, cluster: Cluster, redis: Redis, prefix: str, pushed: dict[int, list[str]]
+    tg: FakeTelegram,
+    llm: FakeLLM,
+    cluster: Cluster,
+    redis: Redis,
+    prefix: str,
+    pushed: dict[int, list[str]],
 ) -> None:
     try:
         for chat in CHATS:
@@ -208,7 +256,7 @@ async def all_answered_once_in_order(
         for chat in CHATS:
             await tg.wait_for_messages(chat, BURST + 1, timeout=60)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{cluster.describe()}") from None
+        raise AssertionError(f"{exc}\n{await cluster.explain(llm)}") from None
     for chat in CHATS:
         answers = [m.text for m in tg.messages_to(chat)]
         assert answers == [f"ANSWER: {q}" for q in pushed[chat]], (chat, cluster.describe())
@@ -249,7 +297,7 @@ async def test_a_worker_killed_mid_answer_loses_nothing_and_repeats_nothing(
         cluster.kill(victim)
         await cluster.processes[victim].wait()
         llm.gate.set()
-        await all_answered_once_in_order(tg, cluster, redis, prefix, pushed)
+        await all_answered_once_in_order(tg, llm, cluster, redis, prefix, pushed)
     assert cluster.processes[victim].returncode == -signal.SIGKILL
     # The dead worker's updates were taken over by the others, not answered by a ghost.
     survivors = [n for n in cluster.output if n.startswith("worker") and n != victim]
@@ -273,4 +321,4 @@ async def test_a_redis_restart_mid_load_loses_nothing_and_repeats_nothing(
     llm.gate.set()
     await redis_server.start()  # the same port and append-only file
     async with client_of(redis_server) as redis:
-        await all_answered_once_in_order(tg, cluster, redis, prefix, pushed)
+        await all_answered_once_in_order(tg, llm, cluster, redis, prefix, pushed)

@@ -93,7 +93,7 @@ async def test_tasks_fire_once_in_order_with_messages_across_three_workers(
         for chat in CHATS:
             await tg.wait_for_messages(chat, 4, timeout=60)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{cluster.describe()}") from None
+        raise AssertionError(f"{exc}\n{await cluster.explain(llm)}") from None
     async with client_of(redis_server) as redis:
         store = RedisTaskStore(redis, prefix)
         for chat in CHATS:
@@ -132,7 +132,7 @@ async def test_redis_down_at_the_due_time_delays_tasks_and_never_doubles_them(
         for chat in CHATS:
             await tg.wait_for_messages(chat, 2, timeout=60)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{cluster.describe()}") from None
+        raise AssertionError(f"{exc}\n{await cluster.explain(llm)}") from None
     for chat in CHATS:
         said = answers(tg, chat)
         assert len(said) == 2 and f"stretch for {chat}" in said[0], said
