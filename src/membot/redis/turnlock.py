@@ -86,10 +86,12 @@ class RedisTurnLocks:
                 raise ConversationBusy(f"{cid} is held by another process")
             yield  # Redis failed while taking it: go on with the local lock only
             return
-        keeper = asyncio.create_task(self._keep(lock, cid), name=f"membot:turnlock:{cid}")
+        ended = asyncio.Event()
+        keeper = asyncio.create_task(self._keep(lock, cid, ended), name=f"membot:turnlock:{cid}")
         try:
             yield
         finally:
+            ended.set()
             keeper.cancel()
             await asyncio.gather(keeper, return_exceptions=True)
             await self._release(lock, token, cid)
@@ -165,12 +167,15 @@ class RedisTurnLocks:
         with contextlib.suppress(LockError):  # expired, or never reached Redis
             await lock.do_release(token.encode())
 
-    async def _keep(self, lock: Lock, cid: ConversationId) -> None:
-        """Re-arm the lock's timeout while the turn runs."""
-        while True:
+    async def _keep(self, lock: Lock, cid: ConversationId, ended: asyncio.Event) -> None:
+        """Re-arm the lock's timeout until the turn has `ended`. Its cancellation alone
+        does not stop it: on Python 3.11 a cancellation that comes as one of redis-py's
+        writes finishes is lost (`asyncio.wait_for`, around the write, returns its result
+        instead), and a keeper that went on would hold the conversation for ever."""
+        while not ended.is_set():
             await asyncio.sleep(self.timeout / 3)  # the lease's period, not synchronisation
-            if not self.health.available:
-                continue  # the outage is already reported
+            if ended.is_set() or not self.health.available:
+                continue  # the turn is over; or the outage is already reported
             try:
                 await lock.reacquire()
             except (LockError, RedisError) as exc:

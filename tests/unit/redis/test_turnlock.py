@@ -6,10 +6,11 @@ conversation's turn must be held by one of them at a time."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 import pytest
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Connection, Redis
 
 from membot.core.service import ConversationBusy, ConversationService
 from membot.ids import ConversationId
@@ -160,3 +161,43 @@ async def test_a_lock_whose_reply_was_lost_is_taken_without_waiting_for_it_to_ex
     finally:
         await client.aclose()
         await proxy.close()
+
+
+class Watched(Connection):
+    """redis-py's connection, telling when a command naming `key` has been written: the
+    moment redis-py's write (inside `asyncio.wait_for` with a socket timeout) has finished,
+    and the coroutine that sent it has not resumed yet."""
+
+    def __init__(self, *, key: bytes, written: asyncio.Event, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._key = key
+        self._written = written
+
+    async def _send_packed_command(self, command: Iterable[bytes]) -> None:
+        parts = list(command)
+        await super()._send_packed_command(parts)
+        if any(self._key in part for part in parts):
+            self._written.set()
+
+
+async def test_a_turn_ends_when_it_ends_as_its_lock_is_being_renewed(prefix: str) -> None:
+    # The turn ends the moment the keeper's renewal has been written, before the keeper
+    # has resumed. On Python 3.11 the keeper's cancellation then lands in asyncio.wait_for
+    # (around redis-py's write), which returns the write's result instead: a keeper stopped
+    # only by its cancellation went on renewing the lock for ever, the turn never ended and
+    # the chat's next updates waited behind it, with nothing logged.
+    key = f"{prefix}lock:{CID}"
+    written = asyncio.Event()
+    pool = BlockingConnectionPool.from_url(
+        REDIS_URL, socket_timeout=1.0, connection_class=Watched, key=key.encode(), written=written
+    )
+    client = Redis.from_pool(pool)
+    locks = RedisTurnLocks(client, prefix, timeout=0.3, poll=0.01)
+    try:
+        async with asyncio.timeout(5):
+            async with locks.hold(CID):
+                written.clear()  # what took the lock; now the keeper's renewal
+                await written.wait()
+        assert await client.exists(key) == 0
+    finally:
+        await client.aclose()
