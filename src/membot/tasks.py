@@ -68,6 +68,21 @@ class TaskSupervisor:
         return len(self._tasks)
 
 
+# Seconds between two cancellations of a task being stopped that still runs (see `stopped`).
+RECANCEL = 0.25
+
+
+async def stopped(task: asyncio.Task[Any]) -> None:
+    """Cancel `task` and wait until it has ended, cancelling it again while it runs on: on
+    Python 3.11 a cancellation that comes just as an `asyncio.wait_for` finishes its work is
+    lost (the wait returns the work's result instead; redis-py wraps each of its writes in
+    one), and a loop stopped by a single cancellation would run for ever, its owner waiting
+    for it. Whatever the task ended with is left to the caller (`await task` raises it)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=RECANCEL)
+
+
 async def to_the_end(work: Awaitable[_T]) -> _T:
     """`work` run to its end even when the caller is cancelled meanwhile; the cancellation is
     raised once it has ended (its own failure then dropped: nobody is left to hear it). For

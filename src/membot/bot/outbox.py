@@ -36,6 +36,7 @@ from membot.memory.contract.citation import Citation
 from membot.memory.contract.delivery import Delivery, DeliveryMark
 from membot.memory.contract.models import Message, Source
 from membot.memory.contract.repository import ChatRepository
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,7 @@ class Redelivery:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
+            await stopped(task)
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 
 from membot.core.sessions import Sessions
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ class SessionSweeper:
     async def aclose(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
+            await stopped(task)
             await asyncio.gather(task, return_exceptions=True)
 
     @property

@@ -31,6 +31,7 @@ from membot.errors import Unavailable
 from membot.intake.contract import Intake
 from membot.intake.polling import Lease
 from membot.schedule.store import TaskStore
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class DueSource:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            await stopped(self._task)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None

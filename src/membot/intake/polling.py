@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from membot.errors import StorageUnavailable
 from membot.intake.contract import Intake, IntakeUnavailable, SourceConflict, SourceUnavailable
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class PollingSource:
         """Stop polling. A poll in progress is cancelled: nothing it brought was confirmed,
         so Telegram sends it again to whoever polls next."""
         if self._task is not None:
-            self._task.cancel()
+            await stopped(self._task)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None

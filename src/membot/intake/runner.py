@@ -40,7 +40,7 @@ from membot.intake.contract import Entry, Intake, NotHolder, transient
 from membot.intake.lanes import Lanes, report
 from membot.intake.repeats import answered, guest_answered, guest_of, question_of
 from membot.memory.contract.repository import ChatRepository
-from membot.tasks import hurried_wait
+from membot.tasks import hurried_wait, stopped
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*late, return_exceptions=True)
         if self._controlling is not None:  # a turn finishing in the grace can be stopped
-            self._controlling.cancel()
+            await stopped(self._controlling)
             await asyncio.gather(self._controlling, return_exceptions=True)
 
     async def _take_loop(self) -> None:

@@ -25,6 +25,7 @@ from typing import Protocol, TypeVar
 
 from membot.errors import StorageUnavailable
 from membot.redis.errors import FAILURES, UNREACHABLE, reason
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -176,5 +177,5 @@ class RedisHealth:
     async def close(self) -> None:
         task, self._reviver = self._reviver, None
         if task is not None:
-            task.cancel()
+            await stopped(task)
             await asyncio.gather(task, return_exceptions=True)
