@@ -33,6 +33,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from membot.core.stops import Stop
 from membot.core.turn import TurnResult
 from membot.llm.model import (
     CallOptions,
@@ -345,7 +346,7 @@ class StoppableSink(StreamingSink):
 
     def __init__(self, label: str = "", *, stop_after: int | None = None) -> None:
         super().__init__(label)
-        self.stop = asyncio.Event()
+        self.stop = Stop()
         self.stop_after = stop_after
 
     async def delta(self, text: str) -> None:

@@ -151,7 +151,8 @@ class Drafts:
                 self._wake.clear()
                 timeout = typing_every if self.sent == 0 else None
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                    async with asyncio.timeout(timeout):  # no task per wait, as wait_for's
+                        await self._wake.wait()
                 continue
             wait = max(self._next_at, self._start_at) - now
             if wait > 0:  # pacing, not synchronisation: Telegram's limit on drafts

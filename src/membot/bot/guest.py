@@ -43,6 +43,7 @@ from membot.bot.render import TELEGRAM_LIMIT, render
 from membot.bot.sinks import shorten
 from membot.clock import Clock
 from membot.core.service import ConversationService
+from membot.core.stops import Stop
 from membot.core.turn import Incoming, TurnResult
 from membot.ids import ConversationId
 from membot.llm.errors import LLMError, LLMRateLimited
@@ -65,12 +66,12 @@ class GuestSink:
     chat gets one message), and `stop` cuts it at the deadline (core/turn.py
     StoppableSink: what was written so far is the answer)."""
 
-    def __init__(self, stop: asyncio.Event) -> None:
+    def __init__(self, stop: Stop) -> None:
         self._stop = stop
         self.result: TurnResult | None = None
 
     @property
-    def stop(self) -> asyncio.Event:
+    def stop(self) -> Stop:
         return self._stop
 
     async def delta(self, text: str) -> None:
@@ -151,7 +152,7 @@ class GuestDoor:
         await self._send(query, result, words)
 
     async def _turn(self, incoming: Incoming, remaining: float) -> TurnResult:
-        stop = asyncio.Event()
+        stop = Stop()
         cut = asyncio.get_running_loop().call_later(remaining, stop.set)
         try:
             sink = GuestSink(stop)

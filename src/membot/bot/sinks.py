@@ -4,7 +4,6 @@ core's (core/turn.py ReplySink)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from aiogram import Bot
@@ -14,6 +13,7 @@ from membot.bot import texts
 from membot.bot.drafts import Drafts
 from membot.bot.outbox import Outbox
 from membot.bot.render import send_markdown, topic_of
+from membot.core.stops import Stop
 from membot.core.turn import TurnResult
 from membot.ids import ConversationId
 from membot.memory.contract.delivery import Delivery
@@ -117,14 +117,14 @@ class DraftSink(TelegramSink):
         message: Message,
         repository: ChatRepository,
         drafts: Drafts,
-        stop: asyncio.Event,
+        stop: Stop,
     ) -> None:
         super().__init__(bot, message, repository)
         self.drafts = drafts
         self._stop = stop
 
     @property
-    def stop(self) -> asyncio.Event:
+    def stop(self) -> Stop:
         return self._stop
 
     @property

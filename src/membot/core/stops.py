@@ -6,6 +6,9 @@ sink's `stop`, core/turn.py `StoppableSink`). Pressing Stop sets that event: the
 stream is closed at once and what it wrote so far becomes the answer, stored marked as
 stopped and then sent, as any answer (core/steps.py).
 
+The stop is a `Stop`: an asyncio.Event that also cancels, as it is set, the work
+`until_stopped` runs for it (no task waits on the event).
+
 The registry is this process's: the stop reaches the turn through the intake's control path
 (intake/runner.py), in every process that runs turns; only the one running that answer finds
 it here. A stop for an answer not (or no longer) in progress is ignored.
@@ -16,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
@@ -24,17 +27,40 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
+class Stop(asyncio.Event):
+    """An answer's stop signal: an asyncio.Event whose `set` also cancels at once the work
+    `until_stopped` runs for it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hooks: list[Callable[[], object]] = []
+
+    def set(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        for hook in self._hooks.copy():
+            hook()
+
+    def hook(self, callback: Callable[[], object]) -> None:
+        """Call `callback` as the stop is set (until `unhook`)."""
+        self._hooks.append(callback)
+
+    def unhook(self, callback: Callable[[], object]) -> None:
+        self._hooks.remove(callback)
+
+
 class Stops:
     """Answers being written in this process, by (chat id, draft id)."""
 
     def __init__(self) -> None:
-        self._live: dict[tuple[int, int], asyncio.Event] = {}
+        self._live: dict[tuple[int, int], Stop] = {}
 
     @contextlib.contextmanager
-    def register(self, chat_id: int, draft_id: int) -> Iterator[asyncio.Event]:
+    def register(self, chat_id: int, draft_id: int) -> Iterator[Stop]:
         """The answer's stop signal, for as long as the answer is written."""
         key = (chat_id, draft_id)
-        event = asyncio.Event()
+        event = Stop()
         self._live[key] = event
         try:
             yield event
@@ -58,22 +84,23 @@ class Stops:
         return len(self._live)
 
 
-async def until_stopped(work: Awaitable[_T], stop: asyncio.Event) -> _T | None:
+async def until_stopped(work: Awaitable[_T], stop: Stop) -> _T | None:
     """Run `work` until it ends or `stop` is set, whichever comes first: its result, or None
     once stopped (`work` then cancelled and awaited: a model stream closes its HTTP
     request as it is cancelled). A result ready as the stop comes wins: the work was done.
-    Cancelling the caller cancels the work too."""
+    Cancelling the caller cancels the work too (and is raised once the work has ended)."""
     task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(stop.wait())
+    cancel = task.cancel
+    if stop.is_set():
+        cancel()
+    stop.hook(cancel)
     try:
-        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+        # The work's own cleanup (closing the stream) is done before this returns or raises.
+        return await task
+    except asyncio.CancelledError:
+        caller = asyncio.current_task()
+        if task.cancelled() and (caller is None or not caller.cancelling()):
+            return None  # stopped, not cancelled from outside
+        raise
     finally:
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-        # Awaited however this ends: the work's own cleanup (closing the stream) is done
-        # before the turn goes on, or before the caller's cancellation propagates.
-        await asyncio.wait((task, waiter))
-    if task.cancelled():
-        return None
-    return task.result()
+        stop.unhook(cancel)

@@ -3,7 +3,6 @@ front door may ask for, what comes out, and where the words go."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -16,6 +15,7 @@ from membot.memory.contract.models import Source
 from membot.memory.contract.state import ConversationState
 
 if TYPE_CHECKING:
+    from membot.core.stops import Stop
     from membot.llm.model import CallOptions
     from membot.llm.structured import OutputSpec
 
@@ -179,4 +179,4 @@ class StoppableSink(StreamingSink, Protocol):
     without its results) is stored."""
 
     @property
-    def stop(self) -> asyncio.Event: ...
+    def stop(self) -> Stop: ...

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from membot.core.agent import Agent
 from membot.core.prompt import PromptBuilder
-from membot.core.stops import Stops, until_stopped
+from membot.core.stops import Stop, Stops, until_stopped
 from membot.core.summarizer import Summarizer
 from membot.core.tools.context import TurnContext
 from membot.core.turn import Incoming, TurnOptions, TurnResult
@@ -185,7 +187,7 @@ async def test_stops_reach_only_an_answer_in_progress() -> None:
 
 
 async def test_until_stopped_prefers_work_that_is_done() -> None:
-    stop = asyncio.Event()
+    stop = Stop()
 
     async def quick() -> int:
         return 42
@@ -200,3 +202,30 @@ async def test_until_stopped_prefers_work_that_is_done() -> None:
         return 0
 
     assert await until_stopped(slow(), stop) is None
+
+
+async def test_until_stopped_ends_the_work_cleaned_up_and_a_cancelled_caller_is_cancelled() -> None:
+    events: list[str] = []
+    started = asyncio.Event()
+
+    async def work() -> int:
+        try:
+            started.set()
+            await asyncio.Event().wait()
+            return 0
+        finally:
+            events.append("cleaned up")
+
+    stop = Stop()
+    running = asyncio.ensure_future(until_stopped(work(), stop))
+    await started.wait()
+    stop.set()  # as the Stop button does: the work ends, its cleanup done first
+    assert await running is None and events == ["cleaned up"]
+
+    started.clear()
+    caller = asyncio.ensure_future(until_stopped(work(), Stop()))
+    await started.wait()
+    caller.cancel()  # not a stop: the caller's cancellation goes on, after the cleanup
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    assert events == ["cleaned up", "cleaned up"]
