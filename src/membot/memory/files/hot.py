@@ -92,6 +92,15 @@ class HotContexts:
             ),
         )
 
+    def peek(self, cid: ConversationId) -> Hot | None:
+        """The kept context as it is (the caller copies what it hands on), facts unchecked:
+        for its summary and meta, which only this backend writes."""
+        return self._entries.get(cid)
+
+    def restore(self, cid: ConversationId, hot: Hot) -> None:
+        """Keep `hot` again (popped before a write), as that write left it."""
+        self._keep(cid, hot)
+
     def pop(self, cid: ConversationId) -> Hot | None:
         """Forget a conversation's context (a write is about to change it)."""
         return self._entries.pop(cid, None)

@@ -13,9 +13,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from membot.clock import utc_now
-from membot.durable import fsync_dir, replace_atomic
+from membot.durable import append_lines, fsync_dir, replace_atomic
 from membot.ids import NAMESPACES, TELEGRAM, ConversationId, InvalidConversationId
-from membot.memory.contract.models import ChatMeta, CorruptRecord, Message, new_generation
+from membot.memory.contract.models import (
+    ChatMeta,
+    CorruptRecord,
+    Message,
+    Summary,
+    new_generation,
+)
+from membot.memory.contract.state import ConversationState
 from membot.memory.files.archive import last_summary_upto, read_small, read_tail
 from membot.memory.files.smallfiles import write_json
 from membot.private import private_dir
@@ -98,6 +105,38 @@ def meta_after_append(
         # The turn is durable and meta is rebuilt from the archive on every read: failing
         # now would make the caller think the turn was lost, and send it again.
         log.warning("%s: %s not updated after an append (%s)", cid, META, exc.strerror)
+
+
+def save_summary(
+    directory: Path, cid: ConversationId, summary: Summary, generation: str
+) -> ChatMeta | None:
+    """A summary saved (blocking); the conversation's meta after it, None when it was not
+    saved."""
+    meta = load_meta(directory, cid)
+    if not directory.is_dir() or meta.generation != generation:
+        # The conversation was reset while the summarizer worked: a summary of a dead past.
+        log.info("%s: dropping a summary made before a reset", cid)
+        return None
+    replace_atomic(directory / SUMMARY, summary.text.encode(), sync_dir=False)
+    append_lines(directory / SUMMARIES_LOG, (summary.to_json() + "\n").encode())
+    meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
+    meta.summaries_made += 1
+    meta.last_summary_at = summary.ts  # not updated_at: a summary is not activity
+    write_meta(directory, meta)
+    return meta
+
+
+def set_state(directory: Path, cid: ConversationId, state: ConversationState) -> ChatMeta:
+    """The conversation's state set (blocking); its meta after it."""
+    meta = load_meta(directory, cid)
+    meta.state = state
+    # Later than every turn's state in the archive: none of those may win over this one.
+    meta.state_seq = meta.messages_total
+    meta.updated_at = utc_now()
+    meta.created_at = meta.created_at or meta.updated_at
+    private_dir(directory)
+    write_meta(directory, meta)
+    return meta
 
 
 def put_file(root: Path, path: Path, data: bytes) -> None:

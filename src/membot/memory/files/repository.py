@@ -31,13 +31,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from membot.clock import utc_now
 from membot.durable import (
-    append_lines,
     fdatasync,
     fsync_dir,
     open_append,
-    replace_atomic,
     write_all,
 )
 from membot.ids import ConversationId
@@ -60,11 +57,10 @@ from membot.memory.files.delivery import (
     mark_pending,
 )
 from membot.memory.files.forget import FileForget
-from membot.memory.files.hot import HotContexts, read_context
+from membot.memory.files.hot import Hot, HotContexts, read_context
 from membot.memory.files.layout import (
     FILES,
     MESSAGES,
-    SUMMARIES_LOG,
     SUMMARY,
     listing,
     load_meta,
@@ -72,8 +68,9 @@ from membot.memory.files.layout import (
     put_file,
     read_file,
     remove,
-    write_meta,
 )
+from membot.memory.files.layout import save_summary as write_summary
+from membot.memory.files.layout import set_state as write_state
 from membot.memory.files.smallfiles import (
     FACTS,
     add_fact,
@@ -81,7 +78,6 @@ from membot.memory.files.smallfiles import (
     read_facts,
     remove_facts,
 )
-from membot.private import private_dir
 
 log = logging.getLogger(__name__)
 
@@ -130,15 +126,25 @@ class FileRepository(FileDeliveries, FileForget):
         finally:
             reader.close()
 
+    # A context kept in memory answers these without a thread's hop (memory/files/hot.py).
+
     async def get_summary(self, cid: ConversationId) -> str:
+        if (hot := self._hot.peek(cid)) is not None:
+            return hot.summary
         return await asyncio.to_thread(read_text, self.conversation_dir(cid) / SUMMARY)
 
     async def get_meta(self, cid: ConversationId) -> ChatMeta:
+        if (hot := self._hot.peek(cid)) is not None:
+            return replace(hot.meta)
         return await asyncio.to_thread(load_meta, self.conversation_dir(cid), cid)
 
     async def get_facts(self, cid: ConversationId) -> list[str]:
-        path = self.conversation_dir(cid) / FACTS
-        return [f["text"] for f in await asyncio.to_thread(read_facts, path)]
+        directory = self.conversation_dir(cid)
+        # One stat in the event loop: facts `membot mcp` changed are read.
+        found = self._hot.get(cid, 0, lambda: facts_signature(directory))
+        if found is not None:
+            return found.facts
+        return [f["text"] for f in await asyncio.to_thread(read_facts, directory / FACTS)]
 
     async def conversations(self, namespace: str) -> list[ConversationId]:
         return await asyncio.to_thread(listing, self.root, namespace)
@@ -162,10 +168,17 @@ class FileRepository(FileDeliveries, FileForget):
         self, cid: ConversationId, text: str, covers_from: int, covers_to: int, generation: str
     ) -> bool:
         summary = Summary(text=text, covers_from=covers_from, covers_to=covers_to)
-        return await self._write(cid, self._save_summary_sync, cid, summary, generation)
+
+        def saved(hot: Hot, meta: ChatMeta | None) -> Hot | None:
+            return None if meta is None else replace(hot, summary=text, meta=replace(meta))
+
+        meta = await self._write(
+            cid, write_summary, self.conversation_dir(cid), cid, summary, generation, keeps=saved
+        )
+        return meta is not None
 
     async def set_state(self, cid: ConversationId, state: ConversationState) -> ChatMeta:
-        return await self._write(cid, self._set_state_sync, cid, state)
+        return await self._write(cid, write_state, self.conversation_dir(cid), cid, state)
 
     async def add_fact(self, cid: ConversationId, fact: str, limit: int) -> bool | None:
         return await self._write(cid, add_fact, self.conversation_dir(cid), fact, limit)
@@ -186,12 +199,18 @@ class FileRepository(FileDeliveries, FileForget):
         await self._write(cid, remove, self.root, self.conversation_dir(cid), cid)
 
     async def _write(
-        self, cid: ConversationId, fn: Callable[..., _T], *args: Any, appends: bool = False
+        self,
+        cid: ConversationId,
+        fn: Callable[..., _T],
+        *args: Any,
+        appends: bool = False,
+        keeps: Callable[[Hot, _T], Hot | None] | None = None,
     ) -> _T:
         """Run a write in a worker thread under the conversation's lock, until it is done.
         The context and the delivery record kept in memory are dropped first (a failed or
         cancelled write leaves them unknown); an append's messages are added to the context
-        afterwards, and the record it leaves is kept.
+        afterwards, and the record it leaves is kept; `keeps` says what other writes leave
+        of the context (None: dropped).
 
         A cancelled caller (a /reset stopping a summary, a shutdown) cannot stop the thread, so
         the lock is held until the thread finishes: otherwise a reset could run beside a
@@ -213,6 +232,8 @@ class FileRepository(FileDeliveries, FileForget):
                 self._records.put(cid, record)
                 if hot is not None:
                     self._hot.appended(cid, hot, stored)
+            elif keeps is not None and hot is not None and (kept := keeps(hot, result)):
+                self._hot.restore(cid, kept)
             return result
 
     async def close(self) -> None:
@@ -259,30 +280,3 @@ class FileRepository(FileDeliveries, FileForget):
             fsync_dir(directory)
         meta_after_append(directory, cid, last[0] if last else None, stored, new_file=size == 0)
         return stored, record
-
-    def _save_summary_sync(self, cid: ConversationId, summary: Summary, generation: str) -> bool:
-        directory = self.conversation_dir(cid)
-        meta = load_meta(directory, cid)
-        if not directory.is_dir() or meta.generation != generation:
-            # The conversation was reset while the summarizer worked: a summary of a dead past.
-            log.info("%s: dropping a summary made before a reset", cid)
-            return False
-        replace_atomic(directory / SUMMARY, summary.text.encode(), sync_dir=False)
-        append_lines(directory / SUMMARIES_LOG, (summary.to_json() + "\n").encode())
-        meta.summarized_upto = max(meta.summarized_upto, summary.covers_to)
-        meta.summaries_made += 1
-        meta.last_summary_at = summary.ts  # not updated_at: a summary is not activity
-        write_meta(directory, meta)
-        return True
-
-    def _set_state_sync(self, cid: ConversationId, state: ConversationState) -> ChatMeta:
-        directory = self.conversation_dir(cid)
-        meta = load_meta(directory, cid)
-        meta.state = state
-        # Later than every turn's state in the archive: none of those may win over this one.
-        meta.state_seq = meta.messages_total
-        meta.updated_at = utc_now()
-        meta.created_at = meta.created_at or meta.updated_at
-        private_dir(directory)
-        write_meta(directory, meta)
-        return meta
