@@ -12,14 +12,19 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramServerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from membot.bot.outbox import Outbox
 from membot.core.agent import Agent
 from membot.core.media import MediaReader, Upload
 from membot.core.prompt import PromptBuilder
@@ -36,10 +41,14 @@ from membot.memory.outage import ResilientRepository
 from membot.memory.outage.changes import Change
 from membot.memory.outage.spool import read_pending
 from membot.redis.health import RedisHealth
+from tests.conftest import TOKEN
+from tests.fakes import FakeTelegram
 from tests.scripted import RecordingSink, ScriptedModel
 
 CID = ConversationId.telegram(7)
 OTHER = ConversationId.telegram(8)
+TG_CHAT = 7601
+TG = ConversationId.telegram(TG_CHAT)
 SESSION = ConversationId.api(uuid.UUID("3f2b8c1e-9a4d-4c6b-8e2f-1a2b3c4d5e6f"))
 
 
@@ -700,3 +709,57 @@ async def test_an_answer_spooled_and_not_sent_is_resent_by_the_seq_redis_gave_it
     stored = await repo.append(CID, [Message(role="user", content="later"), later])
     await repo.mark_delivered(CID, stored[-1].seq)
     assert await repo.undelivered("tg") == []
+
+
+@pytest.fixture
+async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
+    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
+    bot = Bot(token=TOKEN, session=session)
+    yield bot
+    await bot.session.close()
+
+
+async def answered(repo: ResilientRepository, outbox: Outbox, text: str) -> None:
+    """A Telegram turn: stored, then its answer delivered (bot/sinks.py, bot/outbox.py)."""
+    answer = Message(role="assistant", content=f"re: {text}", delivery=Delivery())
+    stored = await repo.append(TG, [Message(role="user", content=text), answer])
+    await outbox.deliver(
+        TG, answer.content, Delivery(), first_seq=stored[0].seq, seq=stored[-1].seq
+    )
+
+
+@pytest.mark.parametrize("back", ["before the next turn", "before its answer", "after it"])
+async def test_an_answer_spooled_and_not_sent_is_not_lost_when_a_newer_one_is_sent(
+    repo: ResilientRepository, inner: Switchable, tg: FakeTelegram, bot: Bot, back: str
+) -> None:
+    """While Redis is down an answer is stored (spooled) and its sending fails with an error
+    that passes; the chat's next answer is sent. Whenever Redis comes back, marking the newer
+    one delivered does not take the older one along: it reaches the chat, at the latest
+    before the answer of the chat's next turn, and nothing is left to send."""
+    outbox = Outbox(bot, repo)
+    await answered(repo, outbox, "before")
+    inner.down = True
+    tg.fail_next("sendMessage", 500, "Internal Server Error", chat_id=TG_CHAT)
+    with pytest.raises(TelegramServerError):
+        await answered(repo, outbox, "one")
+    if back == "before the next turn":
+        inner.down = False
+        assert await repo.health.recover()
+    answer = Message(role="assistant", content="re: two", delivery=Delivery())
+    stored = await repo.append(TG, [Message(role="user", content="two"), answer])
+    if back == "before its answer":
+        inner.down = False
+        assert await repo.health.recover()
+    await outbox.deliver(TG, "re: two", Delivery(), first_seq=stored[0].seq, seq=stored[-1].seq)
+    if back == "after it":
+        inner.down = False
+        assert await repo.health.recover()
+    await answered(repo, outbox, "three")
+    seen = [m.text for m in tg.messages_to(TG_CHAT)]
+    assert seen[0] == "re: before" and seen[-1] == "re: three"
+    assert {"re: one", "re: two"} <= set(seen[1:-1])
+    if back == "before the next turn":  # the next turn's own resend: in order, once
+        assert seen == ["re: before", "re: one", "re: two", "re: three"]
+    assert await repo.undelivered("tg") == []
+    await answered(repo, outbox, "four")  # nothing older sent again
+    assert [m.text for m in tg.messages_to(TG_CHAT)][len(seen) :] == ["re: four"]

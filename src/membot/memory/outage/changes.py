@@ -8,6 +8,7 @@ before its reply was lost is not stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -117,7 +118,31 @@ async def replay(repo: ChatRepository, change: Change) -> list[Message] | None:
         await repo.remove_facts(cid, args["facts"])
     elif change.op == "delivered":  # the answer sent last, whatever seq Redis gave it
         last = await repo.tail(cid, 1)
-        await repo.mark_delivered(cid, last[-1].seq if last else 0)
+        await mark_sent(repo, cid, last[-1].seq if last else 0)
     else:
         await repo.reset(cid)
     return None
+
+
+async def mark_sent(
+    repo: ChatRepository,
+    cid: ConversationId,
+    seq: int,
+    parts: int | None = None,
+    sending: bool = False,
+) -> bool:
+    """`mark_delivered` for an answer sent while Redis was down (its seq given since), unless
+    an older answer of the conversation is still unsent: the mark would take it along, and
+    it would never be sent. The mark is then left where it is (the older answer is sent
+    with the chat's next turn, the newer one again after it); False."""
+    mark = await repo.delivery_mark(cid)
+    if mark is None:
+        return True  # every answer delivered already: nothing to move
+    async with contextlib.aclosing(repo.iter_messages(cid, mark.after)) as messages:
+        async for message in messages:
+            if message.seq >= seq:
+                break
+            if message.role == "assistant" and message.delivery is not None:
+                return False
+    await repo.mark_delivered(cid, seq, parts, sending)
+    return True

@@ -20,6 +20,10 @@ mark first and the answers by the seqs Redis gave: reading the mark ends the con
 provisional seqs, so the resend's marks are taken as they are. Kept after it, they would
 map the resend's seqs as if provisional: its marks would be lost (the answer sent again with
 every next message) or name another message (an answer skipped).
+
+A mark made by a spooled turn's seqs, or by a spooled "delivered", marks every older
+answer too: it is made only when none of them is still unsent (changes.py `mark_sent`),
+else left for the chat's next resend, which sends the older answer and the newer one again.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from membot.ids import ConversationId
 from membot.memory.contract.delivery import DeliveryMark
 from membot.memory.contract.models import Message
 from membot.memory.contract.repository import ChatRepository, StorageUnavailable
-from membot.memory.outage.changes import Change
+from membot.memory.outage.changes import Change, mark_sent
 
 _T = TypeVar("_T")
 
@@ -45,6 +49,10 @@ class Provisional:
 
     def spooled(self, cid: ConversationId, token: str) -> None:
         self._turns[cid] = (token, None)
+
+    def holds(self, cid: ConversationId) -> bool:
+        """Whether `cid`'s marks are still made by the seqs a spooled turn was given."""
+        return cid in self._turns
 
     def settled(self, cid: ConversationId) -> None:
         """A turn of `cid` stored in Redis, or its answer's last mark spooled: seqs are real."""
@@ -100,8 +108,13 @@ class ResilientDeliveries:
     ) -> None:
         async def mark() -> None:
             # After _ready: a spooled turn of `cid` is written by now, its seqs known.
+            mapped = self.provisional.holds(cid)
             seq = self.provisional.real(cid, upto, done=parts is None)
-            if seq is not None:
+            if seq is None:
+                return
+            if mapped:  # sent while Redis was down: an older answer may be unsent
+                await mark_sent(self.inner, cid, seq, parts, sending)
+            else:
                 await self.inner.mark_delivered(cid, seq, parts, sending)
 
         try:
