@@ -210,7 +210,8 @@ class ToolSteps:
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
         paced = sink if isinstance(sink, PacedSink) else None
-        request = replace(request, hold=paced.hold) if paced is not None else request
+        if paced is not None:
+            request = replace(request, hold=paced.hold, ramp=True)
         items = self.model.stream(request, notes)
         # aclosing: however this ends (the sink raised, the turn was cancelled), the stream
         # is closed at once, and with it the provider's HTTP response.

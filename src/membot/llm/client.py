@@ -126,7 +126,8 @@ class OpenAIChatModel:
             opened = await self._post_with_fallback(WireRequest(model, request), self._open_stream)
             # Closed however the loop ends, and with it the response.
             hold = READ_HOLD if request.hold is None else request.hold
-            async with aclosing(pieces(opened, assembled, hold=hold)) as written:
+            streamed = pieces(opened, assembled, hold=hold, ramp=request.ramp)
+            async with aclosing(streamed) as written:
                 async for piece in written:
                     if first is None:
                         first = time.perf_counter() - started

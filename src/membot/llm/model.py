@@ -115,6 +115,10 @@ class ModelRequest:
     # A streamed call: seconds a piece of text may wait to be read with the ones after it
     # (its reader would not see it sooner); None: the model's own default.
     hold: float | None = None
+    # The holds grow to `hold` over the text's first moments (llm/pacing.py `ramp`): for a
+    # reader that waits for a few words before it shows any (Telegram's first draft).
+    # Without it the first words are read at once and every read after them is held.
+    ramp: bool = False
 
     def with_options(self, options: CallOptions | None) -> ModelRequest:
         """The same request with other options (None: the defaults)."""

@@ -81,7 +81,10 @@ def ramp(hold: float, age: float) -> float:
     """The hold for text that began `age` seconds ago: `hold` halved (down to a sixteenth)
     until it is no longer than the text's age. The first words are shown at once and the
     ones right after them soon (a draft waits for a few words: it must not wait a whole
-    hold for them); the halves keep every stream's reads on `hold`'s beat."""
+    hold for them); the halves keep every stream's reads on `hold`'s beat. Only for such a
+    reader (ModelRequest.ramp): the API shows the first words as they come, and the reads
+    in the ramp were a fifth of a streamed answer's (6 of 25), each costing what a read
+    costs."""
     step = hold
     while step > age and step > hold / 16:
         step /= 2

@@ -27,8 +27,9 @@ import openai
 import orjson
 from openai.types import CompletionUsage
 
+from membot.llm import pacing
 from membot.llm.model import LLMResponse, Source, Usage
-from membot.llm.pacing import Reading, ramp, reading
+from membot.llm.pacing import Reading, reading
 from membot.llm.wire import sources_of, usage_of
 
 _DONE = b"[DONE]"
@@ -158,13 +159,17 @@ class Assembler:
 
 
 async def pieces(
-    response: httpx2.Response, assembled: Assembler, *, hold: float = READ_HOLD
+    response: httpx2.Response,
+    assembled: Assembler,
+    *,
+    hold: float = READ_HOLD,
+    ramp: bool = False,
 ) -> AsyncGenerator[str, None]:
     """The text of a streamed response as it comes, each read's pieces joined into one, every
     chunk fed to `assembled`. Once the text (or a tool call) has begun, the connection's
     reading is paused after each read, up to `hold` seconds (llm/pacing.py), so the chunks
-    that arrive meanwhile come in one read; the first words are never held, and the holds
-    grow to `hold` over the text's first moments (`ramp`). Closes the response
+    that arrive meanwhile come in one read; the first words are never held, and with `ramp`
+    the holds grow to `hold` over the text's first moments (llm/pacing.py). Closes the response
     however it ends. Raises the `openai` client's errors: APITimeoutError,
     APIConnectionError, or APIError for an `error` event, a chunk that is not JSON, or a body
     that ends with neither `[DONE]` nor a finish reason (the `openai` client took that for a
@@ -181,7 +186,7 @@ async def pieces(
                 began = loop.time()
             # The first words are never held; nor is the connection once the answer is whole.
             if paced is not None and hold > 0 and began is not None and not done and failed is None:
-                paced.hold(ramp(hold, loop.time() - began))
+                paced.hold(pacing.ramp(hold, loop.time() - began) if ramp else hold)
             if written:
                 yield "".join(written)
             if failed is not None:

@@ -47,21 +47,39 @@ async def test_the_clients_streamed_response_can_be_paused(llm: FakeLLM) -> None
     assert reading(by_hand) is None  # not the client's: read as it comes
 
 
+async def _pieces(model: OpenAIChatModel, request: ModelRequest) -> list[str]:
+    pieces: list[str] = []
+    async for item in model.stream(request):
+        if isinstance(item, str):
+            pieces.append(item)
+    return pieces
+
+
 async def test_a_paced_answer_comes_in_a_few_pieces_whole_and_in_order(
     llm: FakeLLM, model: OpenAIChatModel
 ) -> None:
     text = "".join(f"{n:02d}." for n in range(CHUNKS))
     for _ in range(2):  # twice: the connection, paused and resumed, serves the next call
         llm.script(Reply(content=text, pacing=Pacing(chars=3, delay=GAP)))
-        pieces: list[str] = []
-        request = ModelRequest([{"role": "user", "content": "count"}], hold=HOLD)
-        async for item in model.stream(request):
-            if isinstance(item, str):
-                pieces.append(item)
+        request = ModelRequest([{"role": "user", "content": "count"}], hold=HOLD, ramp=True)
+        pieces = await _pieces(model, request)
         assert "".join(pieces) == text
         # A read every HOLD, not one a chunk (60 unpaced); a few more as the holds grow.
         assert len(pieces) <= CHUNKS * GAP / HOLD + 8, pieces
         assert len(pieces) >= 2
+
+
+async def test_without_the_ramp_every_read_after_the_first_words_is_held(
+    llm: FakeLLM, model: OpenAIChatModel
+) -> None:
+    # An API client's deltas: the first words at once, then a piece a HOLD (the ramp's few
+    # quick reads are for a draft that waits for some words; here they only cost CPU).
+    text = "".join(f"{n:02d}." for n in range(CHUNKS))
+    llm.script(Reply(content=text, pacing=Pacing(chars=3, delay=GAP)))
+    pieces = await _pieces(model, ModelRequest([{"role": "user", "content": "n"}], hold=HOLD))
+    assert "".join(pieces) == text
+    assert pieces[0] == "00."  # the first words are not held
+    assert len(pieces) <= CHUNKS * GAP / HOLD + 3, pieces
 
 
 def test_the_holds_grow_with_the_text_on_the_same_beat() -> None:
