@@ -52,6 +52,23 @@ def test_events_are_the_same_however_the_bytes_are_cut() -> None:
     assert [e for i in range(len(STREAM)) for e in one_by_one.feed(STREAM[i : i + 1])] == whole
 
 
+def test_a_providers_events_are_the_same_however_the_bytes_are_cut() -> None:
+    # Every event one `data: ` line (what providers send), text with line breaks and
+    # `data: ` in it escaped in its JSON; and a read that ends with a line break or two.
+    plain = b"".join(
+        [event(text("a\n\ndata: b")), event(text("c")), event(text("")), b"data: [DONE]\n\n"]
+    )
+    whole = Events().feed(plain)
+    assert [json.loads(e) for e in whole[:3]] == [text("a\n\ndata: b"), text("c"), text("")]
+    assert whole[3] == b"[DONE]"
+    for cut in range(1, len(plain)):
+        events = Events()
+        assert events.feed(plain[:cut]) + events.feed(plain[cut:]) == whole
+    first = len(event(text("a\n\ndata: b")))
+    mixed = Events()  # another kind of event among them
+    assert mixed.feed(plain[:first] + b"id: 1\n" + plain[first:]) == whole
+
+
 def test_an_events_data_lines_are_joined() -> None:
     assert Events().feed(b'data: {"a":\ndata:1}\r\r') == [b'{"a":\n1}']
     assert Events().feed(b"id: 1\nretry: 5\n\n") == []  # no data: nothing to dispatch
@@ -130,6 +147,27 @@ async def test_a_body_that_ends_before_the_answer_did_is_a_failed_call() -> None
 async def test_a_chunk_that_is_not_json_is_an_unusable_reply() -> None:
     with pytest.raises(openai.APIError):
         await read(response(body(event(text("Hel")), b"data: {oops\n\n")))
+    # In one read with chunks that are, or two JSON values in one event: what came before
+    # it is still shown, then the call fails.
+    for bad in (b"data: {oops\n\n", b"data: {},{}\n\n"):
+        written: list[str] = []
+        with pytest.raises(openai.APIError, match="not JSON"):
+            async for piece in pieces(response(body(event(text("Hel")) + bad)), Assembler("m")):
+                written.append(piece)
+        assert written == ["Hel"]
+
+
+async def test_a_chunk_of_another_shape_gives_what_fits_in_it() -> None:
+    odd = [
+        {"model": "vendor/m", "choices": "none"},
+        {"choices": [{"index": 0, "delta": "oops"}, {"index": 0, "delta": {"content": "lo"}}]},
+        {"choices": [7, {"index": 1, "delta": {"content": "not ours"}}]},
+        {"choices": [{"index": 0, "delta": {"content": 5}, "finish_reason": "stop"}]},
+    ]
+    written, assembled = await read(response(body(b"".join(map(event, [text("Hel"), *odd])))))
+    assert written == ["Hello"]
+    answer = assembled.response()
+    assert (answer.content, answer.finish_reason) == ("Hello", "stop")
 
 
 @pytest.mark.parametrize(
