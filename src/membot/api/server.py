@@ -40,7 +40,7 @@ from membot.api.models import (
     parse_chat_request,
 )
 from membot.api.openapi import build_document
-from membot.api.stream import CLIENT_GONE, STREAM_OPEN, EventStream, answer_streaming
+from membot.api.stream import CLIENT_GONE, STREAM_OPEN, EventStream, streamed
 from membot.api.v1.door import V1Door, V1Options
 from membot.api.v1.errors import V1Error, from_api_error
 from membot.api.wire import CODE as _CODE
@@ -161,12 +161,12 @@ class ApiServer:
             request[_SESSION] = str(parsed.session_id)
         if not parsed.stream:
             return _json(200, await self._answer(request, parsed, None))
-        response, code = await answer_streaming(
-            request, lambda events: self._answer(request, parsed, events)
-        )
-        if code is not None:
-            request[_CODE] = code
-        return response
+        events = EventStream(request)
+
+        async def answer() -> web.StreamResponse:
+            return await events.end("done", await self._answer(request, parsed, events))
+
+        return await streamed(request, events, answer)
 
     async def _answer(
         self, request: web.Request, parsed: ChatRequest, events: EventStream | None

@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
 
 from membot.api.errors import ApiError, ErrorCode
+from membot.api.wire import CODE
 from membot.core.turn import TurnResult
 
 log = logging.getLogger("membot.api")
@@ -77,34 +78,53 @@ class EventStream:
         await self.response.write_eof()
         return self.response
 
+    def tells(self, exc: Exception) -> bool:
+        return isinstance(exc, ApiError)
 
-Answer = Callable[[EventStream], Awaitable[dict[str, Any]]]
+    async def fail(self, exc: Exception) -> str:
+        error = exc if isinstance(exc, ApiError) else ApiError(ErrorCode.INTERNAL_ERROR)
+        await self.end("error", error.body())
+        return error.code.value
 
 
-async def answer_streaming(
-    request: web.Request, answer: Answer
-) -> tuple[web.StreamResponse, str | None]:
-    """Run `answer` with an EventStream as its sink and end the stream with `done` (its
-    result) or `error`; the response and the code to log (None: done). Raises what `answer`
-    raised while nothing was sent yet, for the usual JSON error."""
-    events = EventStream(request)
+class Streamed(Protocol):
+    """A streamed response, /api's (EventStream) or /v1's (api/v1/stream.py ChunkStream)."""
+
+    @property
+    def response(self) -> web.StreamResponse | None:
+        """Once open (its status sent); None before."""
+
+    def tells(self, exc: Exception) -> bool:
+        """Whether `exc` is an error its client is told as it is (else: an internal one)."""
+
+    async def fail(self, exc: Exception) -> str:
+        """End the stream with its error event for `exc` (an internal error if it does not
+        tell it); the code to log."""
+
+
+async def streamed(
+    request: web.Request, stream: Streamed, answer: Callable[[], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """`answer()`: the turn, with `stream` as its sink, and the stream's end; or, once the
+    stream is open, its error event for what `answer` raised. The code to log is set on
+    the request (CLIENT_GONE: the client went away). Raises what `answer` raised while
+    nothing was sent yet, for the usual JSON error."""
     try:
-        done = await answer(events)
-        return await events.end("done", done), None
+        return await answer()
     except ConnectionResetError:
         # The client went away (a write failed): the turn ended there and stored nothing.
         log.info("a stream's client went away before its end")
-        return events.response or web.Response(status=200), CLIENT_GONE
+        request[CODE] = CLIENT_GONE
+        return stream.response or web.Response(status=200)
     except Exception as exc:
-        if events.response is None:
+        response = stream.response
+        if response is None:
             raise
-        if isinstance(exc, ApiError):
-            error = exc
-        else:  # no traceback at ERROR: frames and messages may quote the request
+        if not stream.tells(exc):  # no traceback at ERROR: frames and messages may quote it
             log.error("unexpected %s in a stream", type(exc).__name__)
             log.debug("unexpected error", exc_info=True)
-            error = ApiError(ErrorCode.INTERNAL_ERROR)
         try:
-            return await events.end("error", error.body()), error.code.value
+            request[CODE] = await stream.fail(exc)
         except ConnectionResetError:
-            return events.response, CLIENT_GONE
+            request[CODE] = CLIENT_GONE
+        return response

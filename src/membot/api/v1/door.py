@@ -7,8 +7,6 @@ Nothing here keeps state: the conversation is the caller's (`ConversationId.v1_u
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,7 +15,7 @@ from aiohttp import web
 
 from membot.api.errors import ApiError, api_error
 from membot.api.forget import BadForget, forget, parse_forget
-from membot.api.stream import CLIENT_GONE
+from membot.api.stream import streamed
 from membot.api.v1.errors import (
     V1Error,
     from_api_error,
@@ -46,7 +44,7 @@ from membot.api.v1.shapes import (
     usage_of,
 )
 from membot.api.v1.stream import ChunkStream
-from membot.api.wire import CODE, SESSION, Tokens, json_response, read_body
+from membot.api.wire import SESSION, Tokens, json_response, read_body
 from membot.clock import Clock
 from membot.core.service import ConversationService
 from membot.core.turn import Incoming, TurnOptions, TurnResult
@@ -54,8 +52,6 @@ from membot.errors import MembotError
 from membot.ids import ConversationId
 from membot.media.errors import MediaError
 from membot.usage import OverLimit, tallied
-
-log = logging.getLogger("membot.api")
 
 #: The header Open WebUI sends with ENABLE_FORWARD_USER_INFO_HEADERS=true.
 OPEN_WEBUI_USER = "X-OpenWebUI-User-Id"
@@ -170,7 +166,7 @@ class V1Door:
         options: TurnOptions,
         turn: Turn,
     ) -> web.StreamResponse:
-        try:
+        async def answer() -> web.StreamResponse:
             result, usage = await self._turn(incoming, options, stream, turn.places)
             end: dict[str, Any] = {}
             if result.sources:
@@ -182,25 +178,8 @@ class V1Door:
             return await stream.finish(
                 result.reply, result.model, end, usage.model_dump(mode="json"), _finish(result)
             )
-        except ConnectionResetError:
-            log.info("a stream's client went away before its end")
-            request[CODE] = CLIENT_GONE
-            return stream.response or web.Response(status=200)
-        except Exception as exc:
-            if stream.response is None:
-                raise
-            if isinstance(exc, V1Error):
-                error = exc
-            else:  # no traceback at ERROR: frames and messages may quote the request
-                log.error("unexpected %s in a stream", type(exc).__name__)
-                log.debug("unexpected error", exc_info=True)
-                error = V1Error(500, "internal_error", "Something went wrong on our side.")
-            request[CODE] = error.code
-            try:
-                return await stream.close(json.dumps(error.body(), ensure_ascii=False))
-            except ConnectionResetError:
-                request[CODE] = CLIENT_GONE
-                return stream.response
+
+        return await streamed(request, stream, answer)
 
     async def _turn(
         self,

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from membot.api.stream import STREAM_OPEN
+from membot.api.v1.errors import V1Error
 from membot.core.turn import TurnResult
 
 
@@ -99,3 +100,14 @@ class ChunkStream:
         assert self.response is not None
         await self.response.write_eof()
         return self.response
+
+    def tells(self, exc: Exception) -> bool:
+        return isinstance(exc, V1Error)
+
+    async def fail(self, exc: Exception) -> str:
+        if isinstance(exc, V1Error):
+            error = exc
+        else:
+            error = V1Error(500, "internal_error", "Something went wrong on our side.")
+        await self.close(json.dumps(error.body(), ensure_ascii=False))
+        return error.code
