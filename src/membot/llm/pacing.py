@@ -7,10 +7,15 @@ the kernel gather what arrives meanwhile, and the next read takes it all: one wa
 several chunks, for text shown at most that moment later (llm/streaming.py READ_HOLD;
 Telegram's drafts come once a second).
 
-The pause is aiohttp's own flow control (`ResponseHandler.pause_reading`/`resume_reading`, what
-its reader does when its buffer is full: the transport stops reading, the read timeout stops
-and starts again on resume), and the resume a timer's callback: the reading task is woken
-once a read, by the data, not also by a timer of its own. Over TLS, asyncio's SSL transport
+The pause is the connection's transport's (`pause_reading`/`resume_reading`: the socket
+leaves the event loop's selector until the resume), and the resume a timer's callback: the
+reading task is woken once a read, by the data, not also by a timer of its own. One timer a
+beat serves every stream held until it. Not aiohttp's flow control over it (the protocol's
+`pause_reading`, what its reader does when its buffer is full): that also pauses the HTTP
+parser, stops the read timeout and starts it again, and feeds the parser nothing on resume,
+which cost about as much as the pause itself. So aiohttp's read timeout (LLM_TIMEOUT) runs on
+while a stream is held: what arrived during a hold is seen up to a hold later, so a model
+silent for the whole timeout fails at most a hold sooner. Over TLS, asyncio's SSL transport
 still takes the socket's bytes into its buffer while paused; what is saved there is the
 decryption, the parsing and the task wake-ups above it.
 
@@ -25,13 +30,36 @@ then fails, so an upgrade does not lose this silently).
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 import aiohttp
 import httpx2
-from aiohttp.client_proto import ResponseHandler
 
 # Bytes a read takes at most (aiohttp's own buffer limit: a read takes all it holds).
 READ_SIZE = 1 << 16
+
+# Per event loop, the streams held until each beat (the loop's time); one timer a beat.
+_beats: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[float, set[Reading]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _until(beat: float, reading: Reading) -> set[Reading]:
+    """The streams held until `beat` on the running loop, `reading` among them; the first
+    sets the beat's timer."""
+    loop = asyncio.get_running_loop()
+    beats = _beats.setdefault(loop, {})
+    held = beats.get(beat)
+    if held is None:
+        held = beats[beat] = set()
+        loop.call_at(beat, _resume, beats, beat)
+    held.add(reading)
+    return held
+
+
+def _resume(beats: dict[float, set[Reading]], beat: float) -> None:
+    for reading in beats.pop(beat, set()).copy():
+        reading.release()
 
 
 class Reading:
@@ -39,8 +67,8 @@ class Reading:
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         self._response = response
-        self._held: ResponseHandler | None = None  # the protocol paused, if any
-        self._resume: asyncio.TimerHandle | None = None
+        self._held: asyncio.Transport | None = None  # the transport paused, if any
+        self._beat: set[Reading] | None = None  # the streams held until the same beat
 
     async def read(self) -> bytes:
         """What arrived since the last read (waiting for some); b"" once the body ended.
@@ -57,24 +85,24 @@ class Reading:
         another request). Held already (a read came before the beat: aiohttp resumes the
         reading as its buffer empties), it is paused again until the same beat."""
         connection = self._response.connection
-        protocol = connection.protocol if connection is not None else None
-        if protocol is None:
+        transport = connection.transport if connection is not None else None
+        if transport is None:
             return
-        protocol.pause_reading()
-        self._held = protocol
-        if self._resume is None:
-            loop = asyncio.get_running_loop()
-            self._resume = loop.call_at((loop.time() // hold + 1) * hold, self.release)
+        transport.pause_reading()
+        self._held = transport
+        if self._beat is None:
+            now = asyncio.get_running_loop().time()
+            self._beat = _until((now // hold + 1) * hold, self)
 
     def release(self) -> None:
         """Resume the reading if it is held: at the beat, or now (the stream ends, however
         it ends)."""
-        protocol, self._held = self._held, None
-        if self._resume is not None:
-            self._resume.cancel()  # a no-op when it is the timer calling
-            self._resume = None
-        if protocol is not None:
-            protocol.resume_reading()
+        transport, self._held = self._held, None
+        if self._beat is not None:
+            self._beat.discard(self)
+            self._beat = None
+        if transport is not None:
+            transport.resume_reading()
 
 
 def ramp(hold: float, age: float) -> float:
