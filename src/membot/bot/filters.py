@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiogram import Bot
-from aiogram.filters import Filter
+from aiogram import Bot, Router
+from aiogram.filters import Command, Filter
 from aiogram.types import Message, TelegramObject
 from aiogram.utils.magic_filter import MagicFilter
 
@@ -23,6 +23,26 @@ class Inline(Filter):
 
     async def __call__(self, event: TelegramObject, **_: Any) -> bool:
         return bool(self.magic.resolve(event))
+
+
+class Commanded(Filter):
+    """A message that may be a command: its text (or caption) starts with "/", as aiogram's
+    Command filter reads it (leading blanks skipped)."""
+
+    async def __call__(self, message: Message) -> bool:
+        text = message.text or message.caption
+        return text is not None and text.lstrip().startswith("/")
+
+
+def commands_only(router: Router) -> Router:
+    """`router`, skipped whole by a message that is no command. Each of its message handlers
+    answers a command (checked here), so one check spares a plain message every Command
+    filter's own: aiogram tries them one by one (~5 µs each, 20 of them before the chat's)."""
+    for handler in router.message.handlers:
+        if not any(isinstance(f.callback, Command) for f in handler.filters or ()):
+            raise ValueError(f"router {router.name!r} answers a message that is no command")
+    router.message.filter(Commanded())
+    return router
 
 
 class AddressedToBot(Filter):

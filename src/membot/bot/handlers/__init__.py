@@ -2,6 +2,7 @@
 
 from aiogram import Router
 
+from membot.bot.filters import commands_only
 from membot.bot.handlers import (
     chat,
     chat_settings,
@@ -22,15 +23,16 @@ from membot.bot.handlers import (
 
 
 def build_routers() -> list[Router]:
+    # Routers of commands only: a plain message passes each by with one check (commands_only).
     return [
-        commands.build_router(),
-        memory.build_router(),
-        export.build_router(),
-        consult.build_router(),
-        chat_settings.build_router(),
-        tasks.build_router(),
-        imports.build_router(),
-        forget.build_router(),
+        commands_only(commands.build_router()),
+        commands_only(memory.build_router()),
+        commands_only(export.build_router()),
+        commands_only(consult.build_router()),
+        commands_only(chat_settings.build_router()),
+        commands_only(tasks.build_router()),
+        imports.build_router(),  # an export's file, awaited: no command needed
+        commands_only(forget.build_router()),
         chat.build_router(),
         edits.build_router(),
         voice.build_router(),
