@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
 from aiogram.client.session.aiohttp import AiohttpSession
@@ -66,6 +67,10 @@ def pin_response_models() -> None:
         _RESPONSE_MODELS.extend(Response[m.__returning__] for m in _HOT_METHODS)  # type: ignore[name-defined]
 
 
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
 def _never(exc: BaseException) -> bool:
     return False
 
@@ -91,7 +96,12 @@ class MembotApp:
         self._allowed = limits.allowed_user_ids
         self.bot = Bot(
             token=telegram.token.get_secret_value(),
-            session=AiohttpSession(api=TelegramAPIServer.from_base(telegram.api_base)),
+            # orjson for the Bot API's JSON (each reply read, nested fields of each request).
+            session=AiohttpSession(
+                api=TelegramAPIServer.from_base(telegram.api_base),
+                json_loads=orjson.loads,
+                json_dumps=_json,
+            ),
             default=DefaultBotProperties(link_preview=LinkPreviewOptions(is_disabled=True)),
         )
         # Telegram's limits on sending: shared by every process through Redis with QUEUE=redis.

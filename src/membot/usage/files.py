@@ -18,6 +18,8 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+import orjson
+
 from membot.ids import ConversationId
 from membot.memory.contract.models import iso, parse_iso
 from membot.private import open_private, private_dir
@@ -45,7 +47,7 @@ def charge_to_json(charge: Charge) -> str:
         data["conversation"] = str(charge.conversation)
     if charge.estimated:  # only then: the lines written before it existed read as reported
         data["estimated"] = True
-    return json.dumps(data, separators=(",", ":"))
+    return orjson.dumps(data).decode()  # compact, one line; a fifth of the stdlib's time
 
 
 def charge_from_json(line: str) -> Charge:
@@ -112,9 +114,10 @@ class FileLedger:
         return charges
 
     def _add(self, charge: Charge) -> None:
+        periods = (day_key(charge.at), month_key(charge.at))
         for subject in charge.subjects():
             sums = self._sums[subject]
-            for period in (day_key(charge.at), month_key(charge.at)):
+            for period in periods:
                 sums.setdefault(period, Totals()).add(charge)
 
     async def record(self, charge: Charge) -> None:
