@@ -24,12 +24,12 @@ from membot.core.tools.book import TaskDesk
 from membot.core.tools.builtin import MAX_FACTS
 from membot.core.tools.context import TurnContext
 from membot.core.turn import (
-    DeliveringSink,
-    HearingSink,
     Incoming,
     ReplySink,
     TurnOptions,
     TurnResult,
+    is_delivering,
+    is_hearing,
 )
 from membot.core.window import WindowPolicy
 from membot.ids import ConversationId
@@ -131,7 +131,7 @@ class Agent:
         opts = replace(opts, call=call)
         model = call.model
         seen = await self._understand(incoming, plan, model)
-        if seen.heard and isinstance(sink, HearingSink):
+        if seen.heard and is_hearing(sink):
             await sink.heard(seen.heard)  # shown while the model is still to write
         user = Message(
             role="user",
@@ -206,7 +206,7 @@ class Agent:
             citations=produced[-1].citations,
             cut=response.finish_reason == "length",
         )
-        if isinstance(sink, DeliveringSink):  # sent again by the next process if need be
+        if is_delivering(sink):  # sent again by the next process if need be
             produced[-1] = replace(produced[-1], delivery=sink.delivery(result))
         # Kept whole once begun: a turn cancelled now (its API client gone) must not leave its
         # messages saying "Remembered" without the fact, nor files without their turn.

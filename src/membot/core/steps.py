@@ -26,7 +26,7 @@ from membot.core.citing import MarkerFilter, cited_answer, strip_markers
 from membot.core.pictures import ToolPictures
 from membot.core.prompt import to_chat_message
 from membot.core.stops import until_stopped
-from membot.core.turn import PacedSink, StoppableSink, StreamingSink
+from membot.core.turn import StreamingSink, is_paced, is_stoppable, is_streaming
 from membot.llm.errors import LLMInvalidOutput, LLMUnavailable
 from membot.llm.model import (
     CallOptions,
@@ -94,7 +94,7 @@ class ToolSteps:
         produced: list[Message] = []
         # The pages the model's web searches cited, over every step: the answer's sources.
         cited = Cited()
-        stop = sink.stop if isinstance(sink, StoppableSink) else None
+        stop = sink.stop if is_stoppable(sink) else None
         prompted = plan.round  # the consultation round `head` was made for
         head = prompt()
         exchanged: list[ChatMessage] = []  # the tool steps so far, as the model sees them
@@ -111,7 +111,7 @@ class ToolSteps:
             call = _with_output(opts.call, output)
             request = self.mode.request(messages, registry, final=final).with_options(call)
             # An answer held to a format is checked (and maybe repaired) before it is shown.
-            streamed = sink if isinstance(sink, StreamingSink) and output is None else None
+            streamed = sink if is_streaming(sink) and output is None else None
             if stop is not None and stop.is_set():
                 return await self._stopped(produced, "", request, cited, tool_ctx)
             if stop is not None and streamed is not None:
@@ -209,7 +209,7 @@ class ToolSteps:
             return await self.model.complete(request)
         visible = VisibleText()
         markers = MarkerFilter()  # what the answer cites is shown under it, not as [#12]
-        paced = sink if isinstance(sink, PacedSink) else None
+        paced = sink if is_paced(sink) else None
         if paced is not None:
             request = replace(request, hold=paced.hold, ramp=True)
         items = self.model.stream(request, notes)

@@ -4,7 +4,7 @@ front door may ask for, what comes out, and where the words go."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from membot.core.consult import RoundPlan
 from membot.core.media import Upload
@@ -180,3 +180,37 @@ class StoppableSink(StreamingSink, Protocol):
 
     @property
     def stop(self) -> Stop: ...
+
+
+# isinstance() against a runtime-checkable Protocol looks for each of its members every time
+# (15-35 µs on Python 3.11; a turn asks four or five times). A sink is of a kind by its class
+# (the members are methods and properties, or set by every __init__): asked once per class.
+_KINDS: dict[tuple[type, Any], bool] = {}
+
+
+def _of_kind(sink: object, kind: Any) -> bool:
+    key = (type(sink), kind)
+    known = _KINDS.get(key)
+    if known is None:
+        known = _KINDS[key] = isinstance(sink, kind)
+    return known
+
+
+def is_delivering(sink: object) -> TypeGuard[DeliveringSink]:
+    return _of_kind(sink, DeliveringSink)
+
+
+def is_streaming(sink: object) -> TypeGuard[StreamingSink]:
+    return _of_kind(sink, StreamingSink)
+
+
+def is_paced(sink: object) -> TypeGuard[PacedSink]:
+    return _of_kind(sink, PacedSink)
+
+
+def is_hearing(sink: object) -> TypeGuard[HearingSink]:
+    return _of_kind(sink, HearingSink)
+
+
+def is_stoppable(sink: object) -> TypeGuard[StoppableSink]:
+    return _of_kind(sink, StoppableSink)
