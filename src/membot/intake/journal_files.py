@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,12 +27,12 @@ class Worker:
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="membot-journal")
-        self._last: asyncio.Future[Any] | None = None
+        self._last: Future[Any] | None = None  # the thread's, not the asker's (it may cancel)
 
     def run(self, fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
-        work = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        work = self._pool.submit(fn, *args)
         self._last = work
-        return work
+        return asyncio.wrap_future(work)
 
     def empty(self, path: Path) -> None:
         """Truncate, not waited for: a failure is logged (the handled lines stay on disk, and
@@ -40,13 +40,18 @@ class Worker:
         self.run(truncate, path).add_done_callback(_emptied)
 
     async def settled(self) -> None:
-        """Once everything asked for so far is done (a failure is its asker's)."""
-        if self._last is not None:
-            with contextlib.suppress(OSError):
-                await self._last
+        """Once everything asked for so far is done (a failure is its asker's; an asker that
+        was cancelled does not make this raise)."""
+        if self._last is not None and not self._last.done():
+            # In order: once this runs, all asked for before it has ended.
+            await asyncio.get_running_loop().run_in_executor(self._pool, _nothing)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _emptied(work: asyncio.Future[None]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -259,3 +260,15 @@ async def test_an_albums_later_parts_in_a_group_are_kept_with_its_first(tmp_path
         [media(3, "photo", album="a", chat=-7), media(4, "photo", album="z", chat=-7)]
     )
     assert on_disk(tmp_path) == [1, 2, 3]  # album z was not addressed: no trace
+
+
+async def test_a_put_cancelled_at_shutdown_leaves_the_close_to_end(tmp_path: Path) -> None:
+    # The poller is stopped (cancelled) while its batch is being written: the journal's
+    # close must end, not raise the poller's cancellation (the bot's shutdown stops there).
+    journal = opened(tmp_path)
+    put = asyncio.create_task(journal.put([update(1, "one")]))
+    await asyncio.sleep(0)  # the put is in its first await: the write in the worker
+    put.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await put
+    await journal.close()
