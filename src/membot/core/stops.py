@@ -94,13 +94,24 @@ async def until_stopped(work: Awaitable[_T], stop: Stop) -> _T | None:
     if stop.is_set():
         cancel()
     stop.hook(cancel)
+    caller = asyncio.current_task()
+    before = caller.cancelling() if caller is not None else 0
     try:
         # The work's own cleanup (closing the stream) is done before this returns or raises.
-        return await task
+        result = await task
     except asyncio.CancelledError:
-        caller = asyncio.current_task()
-        if task.cancelled() and (caller is None or not caller.cancelling()):
+        if task.cancelled() and not _cancelled(caller, before):
             return None  # stopped, not cancelled from outside
         raise
     finally:
         stop.unhook(cancel)
+    if _cancelled(caller, before):
+        # The work ran on to its end though cancelled with the caller (on Python 3.11,
+        # asyncio.wait_for returns its work's result when both come at once): the caller's
+        # cancellation is still raised.
+        raise asyncio.CancelledError
+    return result
+
+
+def _cancelled(caller: asyncio.Task[object] | None, before: int) -> bool:
+    return caller is not None and caller.cancelling() > before

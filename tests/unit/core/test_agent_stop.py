@@ -204,6 +204,27 @@ async def test_until_stopped_prefers_work_that_is_done() -> None:
     assert await until_stopped(slow(), stop) is None
 
 
+async def test_a_cancelled_caller_is_cancelled_even_when_the_work_loses_the_cancellation() -> None:
+    # As asyncio.wait_for does on Python 3.11 when its inner work finishes as it is cancelled
+    # (redis-py wraps each write in one): the work returns instead of raising. The turn
+    # being cancelled (shutdown past its grace) must still end there, not run on.
+    started = asyncio.Event()
+
+    async def work() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            return "written"
+        return "never"
+
+    caller = asyncio.ensure_future(until_stopped(work(), Stop()))
+    await started.wait()
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+
+
 async def test_until_stopped_ends_the_work_cleaned_up_and_a_cancelled_caller_is_cancelled() -> None:
     events: list[str] = []
     started = asyncio.Event()
