@@ -59,8 +59,12 @@ def one(payload: bytes) -> Chunk | None:
     try:
         return _ONE.decode(payload)
     except msgspec.ValidationError:
-        return lenient(orjson.loads(payload))
+        pass
     except msgspec.DecodeError:
+        return None
+    try:  # JSON to msgspec, not always to orjson (a lone surrogate's escape)
+        return lenient(orjson.loads(payload))
+    except orjson.JSONDecodeError:
         return None
 
 

@@ -157,6 +157,17 @@ async def test_a_chunk_that_is_not_json_is_an_unusable_reply() -> None:
         assert written == ["Hel"]
 
 
+async def test_a_chunk_of_another_shape_that_orjson_cannot_read_is_not_json() -> None:
+    # msgspec reads a lone surrogate's escape, orjson does not: an odd-shaped chunk with one
+    # is a failed call like any chunk that is not JSON, not an error of our own.
+    bad = b'data: {"choices": [{"delta": "x"}], "note": "\\ud800"}\n\n'
+    written: list[str] = []
+    with pytest.raises(openai.APIError, match="not JSON"):
+        async for piece in pieces(response(body(event(text("Hel")) + bad)), Assembler("m")):
+            written.append(piece)
+    assert written == ["Hel"]
+
+
 async def test_a_chunk_of_another_shape_gives_what_fits_in_it() -> None:
     odd = [
         {"model": "vendor/m", "choices": "none"},
