@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -252,5 +253,10 @@ def _json(body: dict[str, Any]) -> bytes:
     """The body as the client would send it (compact UTF-8 JSON, the same bytes), made by
     orjson: the client's stdlib encoder took ~0.1 ms a call for a 20-message prompt with
     every tool's schema. Sent as the request's content, with the client's own headers
-    (Content-Type: application/json), retries and errors."""
-    return orjson.dumps(body)
+    (Content-Type: application/json), retries and errors. An integer orjson cannot write
+    (past 64 bits: an API client's seed or max_tokens) is written by the stdlib, as the
+    client did, for the provider to take or refuse."""
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

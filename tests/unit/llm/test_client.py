@@ -80,6 +80,20 @@ async def test_sampling_goes_verbatim_and_never_replaces_a_field(
     assert (sent["model"], sent["max_tokens"]) == ("test/model", 64)
 
 
+async def test_a_number_past_64_bits_still_reaches_the_wire(
+    llm: FakeLLM, model: OpenAIChatModel
+) -> None:
+    # An API client's seed (or max_tokens) is any JSON integer: sent as written, for the
+    # provider to take or refuse, not an error of membot's own before the call.
+    seed = 2**70
+    options = CallOptions(sampling={"seed": seed})
+    reply = await model.complete(ModelRequest([user("hi")], options=options))
+    assert reply.content == "ANSWER: hi" and llm.requests[0]["seed"] == seed
+    streamed = [p async for p in model.stream(ModelRequest([user("hi")], options=options))]
+    assert "".join(p for p in streamed if isinstance(p, str)) == "ANSWER: hi"
+    assert llm.requests[1]["seed"] == seed
+
+
 async def test_web_search_joins_function_tools(llm: FakeLLM, model: OpenAIChatModel) -> None:
     options = CallOptions(web_search=True)
     await model.complete(
