@@ -19,8 +19,8 @@ from membot.core.sessions import SessionRequest
 from membot.media.errors import TELEGRAM_DOWNLOAD_LIMIT, FileTooBig
 from membot.memory.contract.state import MAX_PERSONA, SessionConfig
 
-#: Larger bodies are refused (413) before they are parsed: room for a 20 MB file, whose
-#: base64 takes a third more.
+#: Larger bodies are refused (413) before they are parsed: room for a file of about 18 MB,
+#: whose base64 takes a third more.
 MAX_BODY_BYTES: Final = 25 * 1024 * 1024
 MAX_ATTACHMENTS: Final = 10
 _UPLOAD_KINDS: Final = {"image": "photo", "audio": "audio", "document": "document"}
