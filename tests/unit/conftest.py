@@ -7,11 +7,16 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
+from aiogram import Bot
+from aiogram.client.session.aiohttp import AiohttpSession
+from aiogram.client.telegram import TelegramAPIServer
 from redis.asyncio import Redis
 
 from membot.memory import MemoryRepository
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
+from tests.conftest import TOKEN
+from tests.fakes import FakeTelegram
 from tests.scripted import ScriptedModel
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -23,6 +28,15 @@ MakeRepo = Callable[..., RedisRepository]
 def repo() -> MemoryRepository:
     """The in-memory backend; modules that test the file backend define their own `repo`."""
     return MemoryRepository()
+
+
+@pytest.fixture
+async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
+    """An aiogram Bot talking to the fake Telegram (`tg`)."""
+    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
+    bot = Bot(token=TOKEN, session=session)
+    yield bot
+    await bot.session.close()
 
 
 @pytest.fixture

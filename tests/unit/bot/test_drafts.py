@@ -3,15 +3,9 @@ that replaces a draft follows at once), and the next step's text shown again."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
 
 from membot.bot.drafts import DraftPacing, Drafts
-from tests.conftest import TOKEN
 from tests.fakes import FakeTelegram
 
 CHAT = 7501
@@ -19,14 +13,6 @@ CHAT = 7501
 # the test watches the indicator, each one a chance for a draft.
 PACING = DraftPacing(interval=0.01, first_after=0.0, backoff=0.5, typing_every=0.02)
 WRITTEN = "The whole answer, written by the model already."
-
-
-@pytest.fixture
-async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
-    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
-    bot = Bot(token=TOKEN, session=session)
-    yield bot
-    await bot.session.close()
 
 
 def typing(tg: FakeTelegram) -> int:

@@ -4,18 +4,13 @@ note that stands for it). A real aiogram Bot talks to the fake Bot API over HTTP
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramBadRequest
 from aiogram.types import Chat, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from aiogram.utils.formatting import Bold, Text
 
 from membot.bot.personal import Audience, Piece, Route, edit_personal, send_personal
-from tests.conftest import TOKEN
 from tests.fakes import FakeTelegram
 
 GROUP = -7400
@@ -26,14 +21,6 @@ NOTE = "Open a private chat with me."
 KEYBOARD = InlineKeyboardMarkup(
     inline_keyboard=[[InlineKeyboardButton(text="Delete 1", callback_data="x:1")]]
 )
-
-
-@pytest.fixture
-async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
-    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
-    bot = Bot(token=TOKEN, session=session)
-    yield bot
-    await bot.session.close()
 
 
 def group(user_id: int | None = ANN, **more: object) -> Audience:

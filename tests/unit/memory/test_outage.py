@@ -12,14 +12,12 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramServerError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -41,7 +39,6 @@ from membot.memory.outage import ResilientRepository
 from membot.memory.outage.changes import Change
 from membot.memory.outage.spool import read_pending
 from membot.redis.health import RedisHealth
-from tests.conftest import TOKEN
 from tests.fakes import FakeTelegram
 from tests.scripted import RecordingSink, ScriptedModel
 
@@ -709,14 +706,6 @@ async def test_an_answer_spooled_and_not_sent_is_resent_by_the_seq_redis_gave_it
     stored = await repo.append(CID, [Message(role="user", content="later"), later])
     await repo.mark_delivered(CID, stored[-1].seq)
     assert await repo.undelivered("tg") == []
-
-
-@pytest.fixture
-async def bot(tg: FakeTelegram) -> AsyncIterator[Bot]:
-    session = AiohttpSession(api=TelegramAPIServer.from_base(tg.base_url))
-    bot = Bot(token=TOKEN, session=session)
-    yield bot
-    await bot.session.close()
 
 
 async def answered(repo: ResilientRepository, outbox: Outbox, text: str) -> None:
