@@ -34,6 +34,16 @@ async def open_session(api: RunningApi, llm: FakeLLM) -> str:
     return str(answer.body["sessionId"])
 
 
+async def raw_stream(api: RunningApi, message: str) -> bytes:
+    """The bytes of a streamed /api/chat answer, as they came over the wire."""
+    async with api.client.http.post(
+        api.client.base_url + "/api/chat",
+        json={"message": message, "stream": True},
+        headers={"Authorization": f"Bearer {API_TOKEN}"},
+    ) as response:
+        return await response.read()
+
+
 def deltas(events: list[tuple[str, Any]]) -> list[str]:
     return [data["content"] for kind, data in events if kind == "delta"]
 
@@ -57,12 +67,7 @@ async def test_deltas_then_done_equal_to_the_plain_answer(api: RunningApi, llm: 
 
 async def test_utf8_on_the_wire(api: RunningApi, llm: FakeLLM) -> None:
     llm.script(ANSWER)
-    async with api.client.http.post(
-        api.client.base_url + "/api/chat",
-        json={"message": "веса", "stream": True},
-        headers={"Authorization": f"Bearer {API_TOKEN}"},
-    ) as response:
-        raw = await response.read()
+    raw = await raw_stream(api, "веса")
     assert b"\\u" not in raw and "хаммер".encode() in raw
 
 
@@ -70,12 +75,7 @@ async def test_a_delta_is_one_line_of_json_whatever_the_text(api: RunningApi, ll
     # Line breaks, quotes, backslashes, control characters, a line separator, an emoji.
     text = 'a "quoted"\\path\nnew line\r\ttab \x01 \u2028 ок 😀 end'
     llm.script(Reply(content=text, pacing=Pacing(chars=3, delay=0.15)))
-    async with api.client.http.post(
-        api.client.base_url + "/api/chat",
-        json={"message": "odd text", "stream": True},
-        headers={"Authorization": f"Bearer {API_TOKEN}"},
-    ) as response:
-        raw = await response.read()
+    raw = await raw_stream(api, "odd text")
     blocks = [b for b in raw.split(b"\n\n") if b.startswith(b"event: delta\n")]
     assert len(blocks) > 3
     pieces = []
