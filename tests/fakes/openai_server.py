@@ -293,6 +293,9 @@ class FakeLLM(MediaEndpoints, LocalServer):
         self.rejected_requests: list[dict[str, Any]] = []
         self.chat_requests: list[dict[str, Any]] = []
         self.summary_requests: list[dict[str, Any]] = []
+        # id() of each body in summary_requests -> its ordinal (the list keeps the bodies
+        # alive, so the ids are unique): a lookup per answer that does not grow with the run.
+        self._summary_ordinals: dict[int, int] = {}
         self.errors: list[str] = []  # 4xx answers produced by validation / auth
         # Cited by the default answer to a request that offers web search (the server tool
         # or the plugin), as a Reply's `sources`; a request without it gets none.
@@ -312,6 +315,16 @@ class FakeLLM(MediaEndpoints, LocalServer):
         self._cond = asyncio.Condition()
         self._stopped = asyncio.Event()
         self._init_media()
+
+    def clear_records(self) -> None:
+        """Forget the request bodies recorded so far (counters and the prefix cache stay). For
+        long benchmarks, between measured runs: a bot whose requests carry long histories and
+        tool schemas leaves hundreds of objects a request in the heap, and the collector's full
+        passes over them land on whatever runs next in the process."""
+        for log in (self.requests, self.chat_requests, self.summary_requests):
+            log.clear()
+        self.rejected_requests.clear()
+        self._summary_ordinals.clear()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -361,7 +374,7 @@ class FakeLLM(MediaEndpoints, LocalServer):
     def default_reply(self, body: dict[str, Any]) -> Reply:
         """Deterministic answers that tests can predict from the request alone."""
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        ordinal = next((i for i, b in enumerate(self.summary_requests, 1) if b is body), None)
+        ordinal = self._summary_ordinals.get(id(body))
         if ordinal is not None:
             last = content_text(messages[-1].get("content")) if messages else ""
             return Reply(content=f"SUMMARY #{ordinal}: {last[:60]}", delay=self.latency)
@@ -432,6 +445,8 @@ class FakeLLM(MediaEndpoints, LocalServer):
         is_summary = self.is_summary_request(body)
         self.requests.append(body)
         (self.summary_requests if is_summary else self.chat_requests).append(body)
+        if is_summary:
+            self._summary_ordinals[id(body)] = len(self.summary_requests)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

@@ -456,6 +456,17 @@ async def test_dispatcher_round_trip(tg: FakeTelegram, bot: Bot) -> None:
         await polling
 
 
+async def test_clear_records_keeps_counts_and_chats(tg: FakeTelegram, bot: Bot) -> None:
+    await bot.send_message(7, "one")
+    await bot.send_chat_action(7, "typing")
+    tg.clear_records()
+    assert (tg.sent, tg.actions, tg.calls, tg.messages_to(7)) == ([], [], [], [])
+    assert tg.call_count("sendMessage") == 1
+    second = await bot.send_message(7, "two")
+    assert second.message_id == 2  # the chat's numbering goes on
+    assert [m.text for m in tg.messages_to(7)] == ["two"]
+
+
 async def test_wait_timeout_explains_state(tg: FakeTelegram) -> None:
     with pytest.raises(AssertionError, match="1 message"):
         await tg.wait_for_messages(1, 1, timeout=0.05)
@@ -483,6 +494,14 @@ async def test_default_answer_and_summary(llm: FakeLLM, client: openai.AsyncOpen
     assert summary.choices[0].message.content == "SUMMARY #1: " + "a" * 60
     assert tagged.choices[0].message.content == "SUMMARY #2: x"
     assert (len(llm.chat_requests), len(llm.summary_requests), len(llm.requests)) == (1, 2, 3)
+
+    # A long benchmark drops the bodies between runs; answers go on, summaries count anew.
+    llm.clear_records()
+    assert (llm.requests, llm.chat_requests, llm.summary_requests) == ([], [], [])
+    again = await client.chat.completions.create(
+        model=MODEL, messages=[user("y")], metadata={"purpose": "summary"}
+    )
+    assert again.choices[0].message.content == "SUMMARY #1: y"
 
 
 async def test_tool_calls_round_trip(llm: FakeLLM, client: openai.AsyncOpenAI) -> None:
