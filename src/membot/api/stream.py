@@ -8,8 +8,10 @@ The response opens (200) at the first piece, so whatever is found before it (a b
 an unknown session, a model that refuses the call) is the usual JSON error with its status.
 A client that goes away cancels the request at once (the server's handler cancellation,
 api/server.py), however long the model takes to write its next piece; a write that fails
-first (ConnectionResetError) ends it the same way. Either way the turn ends there, the
-model's stream is closed and nothing is stored, so a session's round is not counted.
+first (ConnectionResetError on its closed connection) ends it the same way. Either way the
+turn ends there, the model's stream is closed and nothing is stored, so a session's round is
+not counted. A connection error of the turn's own, its client still there, is an error like
+any other (INTERNAL_ERROR).
 """
 
 from __future__ import annotations
@@ -111,12 +113,14 @@ async def streamed(
     nothing was sent yet, for the usual JSON error."""
     try:
         return await answer()
-    except ConnectionResetError:
-        # The client went away (a write failed): the turn ended there and stored nothing.
-        log.info("a stream's client went away before its end")
-        request[CODE] = CLIENT_GONE
-        return stream.response or web.Response(status=200)
     except Exception as exc:
+        if isinstance(exc, ConnectionError) and _gone(request):
+            # A write failed on its closed connection: the turn ended there, stored nothing.
+            log.info("a stream's client went away before its end")
+            request[CODE] = CLIENT_GONE
+            return stream.response or web.Response(status=200)
+        # Anything else, a ConnectionError of the turn's own included, is told to a client
+        # still there: before the stream opens as the usual JSON error, after as its event.
         response = stream.response
         if response is None:
             raise
@@ -125,6 +129,15 @@ async def streamed(
             log.debug("unexpected error", exc_info=True)
         try:
             request[CODE] = await stream.fail(exc)
-        except ConnectionResetError:
+        except ConnectionError:
+            if not _gone(request):
+                raise
             request[CODE] = CLIENT_GONE
         return response
+
+
+def _gone(request: web.Request) -> bool:
+    """Whether the request's connection is closed (or closing): aiohttp's own test before it
+    refuses a write with ConnectionResetError."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
