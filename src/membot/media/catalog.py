@@ -13,7 +13,6 @@ outage, not per try. A failed refresh keeps the list it had."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -25,6 +24,7 @@ from openai import AsyncOpenAI
 
 from membot.llm.model import Price
 from membot.media.provider import provider_failure
+from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +82,11 @@ class ModelCatalog:
             self._task = asyncio.create_task(self._refresh_daily(), name="membot:model-catalog")
 
     async def close(self) -> None:
-        """Stop refreshing and wait until the task has stopped."""
+        """Stop refreshing and wait until the task has stopped (cancelled again while it runs
+        on: a cancellation can be lost inside the client's request, tasks.stopped)."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await stopped(task)
 
     async def refresh(self) -> bool:
         """Fetch the list once more. True if it was fetched; on failure the old one stays."""

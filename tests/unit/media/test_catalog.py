@@ -8,12 +8,14 @@ import logging
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
+import httpx2
 import pytest
 from openai import AsyncOpenAI
 
 from membot.llm.model import Price
 from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
+from membot.tasks import stopped
 from tests.fakes import FakeLLM
 from tests.unit.media.test_transcribe import KEY, llm_settings
 
@@ -134,3 +136,52 @@ async def test_list_prices_are_known_per_token_exactly(llm: FakeLLM, client: Asy
     assert catalog.price("vendor/odd") is None and not catalog.sees_images("vendor/odd")
     assert catalog.price("openrouter/auto") is None and catalog.sees_images("openrouter/auto")
     assert catalog.price("unknown/model") is None
+
+
+class _WaitForTransport(httpx2.AsyncHTTPTransport):
+    """Real HTTP, each request inside an asyncio.wait_for (as some libraries send theirs):
+    on Python 3.11 a cancellation that comes as the request has just been answered is lost
+    there. `answered` is set at that moment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answered = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        send = super().handle_async_request
+
+        async def answered() -> httpx2.Response:
+            response = await send(request)
+            self.answered.set()
+            return response
+
+        return await asyncio.wait_for(answered(), 10.0)
+
+
+async def test_closing_stops_the_refreshes_even_when_a_cancellation_is_lost(
+    llm: FakeLLM,
+) -> None:
+    transport = _WaitForTransport()
+    client = AsyncOpenAI(
+        api_key=KEY,
+        base_url=llm.base_url,
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+    catalog = ModelCatalog(client, refresh_every=0.01)
+    closing: asyncio.Task[None] | None = None
+    try:
+        await catalog.start()
+        transport.answered.clear()
+        # Closed the moment a refresh of its own task has been answered: the cancellation
+        # is lost in the wait_for, and the loop would run on with its owner waiting for it.
+        await transport.answered.wait()
+        # Not under asyncio.timeout: its cancellation, passed on to the loop, would stop it.
+        closing = asyncio.create_task(catalog.close())
+        await asyncio.wait({closing}, timeout=5)
+        assert closing.done(), "the refreshes ran on after close()"
+        assert not any(t.get_name() == "membot:model-catalog" for t in asyncio.all_tasks())
+    finally:
+        if closing is not None:
+            await stopped(closing)
+        await client.close()
