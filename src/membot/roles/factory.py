@@ -53,7 +53,8 @@ def build_parts(
 ) -> Parts:
     if role in ("receive", "worker") and settings.queue.backend != "redis":
         raise ValueError(f"`membot {role}` needs QUEUE=redis")
-    core = core or build_core(settings)
+    # `receive` runs no turn: its core calls no model (and so imports no openai).
+    core = core or build_core(settings, answers=role != "receive")
     tg = None
     if role != "api":  # `membot api` is the HTTP API alone: no Telegram part, no aiogram
         from membot.roles.telegram import build_telegram

@@ -116,9 +116,12 @@ def build_core(
     model: ChatModel | None = None,
     repository: ChatRepository | None = None,
     clock: Clock = utc_now,
+    answers: bool = True,
 ) -> Core:
     """Build the core from the settings; `model` and `repository` replace the configured ones
-    (a scripted model, the in-memory backend), `clock` the time budgets are counted in."""
+    (a scripted model, the in-memory backend), `clock` the time budgets are counted in.
+    Without `answers` (`membot receive`: no turn runs in it) there is no media part and no
+    MCP server, and the model is built only if ever called: the process imports no openai."""
     redis, health = (
         build_redis(settings) if settings.storage.backend == "redis" else (None, ALWAYS_UP)
     )
@@ -126,11 +129,12 @@ def build_core(
     task_store = build_task_store(settings, redis, health)
     shared = (redis, settings.redis.prefix) if redis is not None else None
     ledger, quota = build_usage(settings.limits, settings.storage.data_dir, shared, clock, health)
-    media = build_media(settings.llm, settings.media, ledger, clock)
+    media = build_media(settings.llm, settings.media, ledger, clock) if answers else None
+    model = model or build_model(settings.llm, on_first_call=not answers)
     # Every call is charged to the turn's user and chat; a stopped one at the catalog's prices.
-    model = MeteredModel(model or build_model(settings.llm), ledger, clock, prices=media.catalog)
+    model = MeteredModel(model, ledger, clock, prices=media.catalog if media else None)
     tasks = TaskSupervisor()
-    mcp = _build_mcp(settings)
+    mcp = _build_mcp(settings) if answers else None
     export_watch = ExportWatch(settings.storage.data_dir)
     agent = build_agent(
         settings,
@@ -139,7 +143,7 @@ def build_core(
         tasks,
         redis=redis,
         health=health,
-        media=media.reader,
+        media=media.reader if media else None,
         task_store=task_store,
         clock=clock,
         mcp=mcp,

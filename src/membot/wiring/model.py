@@ -4,6 +4,7 @@ shutdown waits for a turn still waiting on the model."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from membot.clock import Clock, utc_now
@@ -16,8 +17,7 @@ from membot.core.summarizer import Summarizer
 from membot.core.tools.book import TaskDesk
 from membot.core.tools.builtin import builtin
 from membot.export import ExportWatch
-from membot.llm.client import OpenAIChatModel
-from membot.llm.model import ChatModel
+from membot.llm.model import ChatModel, LLMResponse, ModelRequest, StreamItem, StreamNotes
 from membot.llm.tools import ToolExecutor, make_mode
 from membot.memory.contract.repository import ChatRepository
 from membot.redis.health import ALWAYS_UP, Health
@@ -41,7 +41,13 @@ def shutdown_grace(llm: LlmSettings) -> float:
     return attempts * llm.timeout + 10.0
 
 
-def build_model(llm: LlmSettings) -> ChatModel:
+def build_model(llm: LlmSettings, *, on_first_call: bool = False) -> ChatModel:
+    """The provider's client as a ChatModel; `on_first_call`: built (and its module, with
+    openai, imported) only when first called, for a role that never calls it (`receive`)."""
+    if on_first_call:
+        return _OnFirstCall(llm)
+    from membot.llm.client import OpenAIChatModel  # openai: ~0.9 s to import
+
     return OpenAIChatModel(
         api_key=llm.api_key.get_secret_value(),
         base_url=llm.base_url,
@@ -49,6 +55,36 @@ def build_model(llm: LlmSettings) -> ChatModel:
         timeout=llm.timeout,
         retries=LLM_RETRIES if llm.enable_retry else 0,
     )
+
+
+class _OnFirstCall:
+    """A ChatModel that builds the real one at its first call. Not for a role that answers:
+    that call would pay the import (blocking, in the event loop) in the middle of a turn."""
+
+    def __init__(self, llm: LlmSettings) -> None:
+        self._llm = llm
+        self._model: ChatModel | None = None
+
+    def _built(self) -> ChatModel:
+        if self._model is None:
+            self._model = build_model(self._llm)
+        return self._model
+
+    @property
+    def model_name(self) -> str:
+        return self._llm.default_model
+
+    async def complete(self, request: ModelRequest) -> LLMResponse:
+        return await self._built().complete(request)
+
+    def stream(
+        self, request: ModelRequest, notes: StreamNotes | None = None
+    ) -> AsyncGenerator[StreamItem, None]:
+        return self._built().stream(request, notes)
+
+    async def close(self) -> None:
+        if self._model is not None:
+            await self._model.close()
 
 
 def build_agent(

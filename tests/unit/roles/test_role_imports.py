@@ -1,0 +1,54 @@
+"""What a role's process imports: `membot receive` runs no turn, so it never imports the
+model's client (openai, about 0.9 s of its start-up); a role that answers does, at start-up
+rather than in its first turn. Each role is built in a fresh process, as `python -m membot`
+builds it (building connects nowhere)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membot.roles import ProcessRole
+
+SCRIPT = """
+import sys
+from membot.config import load_settings
+from membot.roles.process import Process
+
+settings = load_settings(
+    _env_file=None,
+    telegram_bot_token="123456:test-token",
+    openrouter_api_key="test-key",
+    storage="redis",
+    queue="redis",
+    redis_url="redis://127.0.0.1:1/0",
+    data_dir=sys.argv[2],
+)
+Process(settings, sys.argv[1])
+print(sorted({"openai", "aiogram"} & set(sys.modules)))
+"""
+
+
+def imported_by(role: ProcessRole, tmp_path: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, role, str(tmp_path / "data")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("role", "imported"),
+    [("receive", "['aiogram']"), ("worker", "['aiogram', 'openai']")],
+)
+def test_only_a_role_that_answers_imports_the_models_client(
+    role: ProcessRole, imported: str, tmp_path: Path
+) -> None:
+    assert imported_by(role, tmp_path) == imported
