@@ -46,7 +46,8 @@ def build_model(llm: LlmSettings, *, on_first_call: bool = False) -> ChatModel:
     openai, imported) only when first called, for a role that never calls it (`receive`)."""
     if on_first_call:
         return _OnFirstCall(llm)
-    from membot.llm.client import OpenAIChatModel  # openai: ~0.9 s to import
+    # openai and its HTTP stack: 0.3 s or more to import.
+    from membot.llm.client import OpenAIChatModel
 
     return OpenAIChatModel(
         api_key=llm.api_key.get_secret_value(),

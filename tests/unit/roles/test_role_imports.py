@@ -1,7 +1,7 @@
 """What a role's process imports: `membot receive` runs no turn, so it never imports the
-model's client (openai, about 0.9 s of its start-up); a role that answers does, at start-up
+model's client (openai: 0.3 s of its start-up or more); a role that answers does, at start-up
 rather than in its first turn. Each role is built in a fresh process, as `python -m membot`
-builds it (building connects nowhere)."""
+builds it (building connects nowhere); should that model ever be called, it is built then."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
+from membot.config import LlmSettings
+from membot.llm.model import ModelRequest
 from membot.roles import ProcessRole
+from membot.wiring import build_model
+from tests.conftest import API_KEY
+from tests.fakes import FakeLLM
 
 SCRIPT = """
 import sys
@@ -52,3 +58,24 @@ def test_only_a_role_that_answers_imports_the_models_client(
     role: ProcessRole, imported: str, tmp_path: Path
 ) -> None:
     assert imported_by(role, tmp_path) == imported
+
+
+async def test_a_model_built_on_first_call_answers_when_called(llm: FakeLLM) -> None:
+    llm.script("built when asked")
+    settings = LlmSettings(
+        api_key=SecretStr(API_KEY),
+        base_url=llm.base_url,
+        default_model="test/model",
+        models=(),
+        model_choices=("test/model",),
+        timeout=5.0,
+        enable_retry=False,
+        web_search=False,
+    )
+    model = build_model(settings, on_first_call=True)
+    assert model.model_name == "test/model"
+    try:
+        reply = await model.complete(ModelRequest([{"role": "user", "content": "hi"}]))
+        assert reply.content == "built when asked"
+    finally:
+        await model.close()
