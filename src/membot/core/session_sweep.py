@@ -1,5 +1,10 @@
 """The sessions' background sweep: expired API sessions removed every so often, by a task
-the API server owns (started with it, cancelled and awaited on close)."""
+the API server owns (started with it, cancelled and awaited on close).
+
+A session this process answered less than a TTL ago (`Sessions.answered`: when that turn
+began) has not expired, whatever other processes did since (they only renew a session), so
+its meta is not read: reading every session's each minute cost ~0.3 ms of CPU apiece, a
+burst of tens of ms at a few hundred sessions."""
 
 from __future__ import annotations
 
@@ -7,6 +12,9 @@ import asyncio
 import logging
 
 from membot.core.sessions import Sessions
+from membot.errors import ConversationBusy
+from membot.ids import API
+from membot.memory.contract.repository import StorageUnavailable
 from membot.tasks import stopped
 
 log = logging.getLogger(__name__)
@@ -57,10 +65,39 @@ class SessionSweeper:
             await asyncio.sleep(self.interval)  # the sweep's period, not synchronisation
             self._started += 1
             try:
-                await self.sessions.sweep()
+                await sweep(self.sessions)
             except Exception as exc:
                 # Storage trouble: try again next time rather than stop sweeping for good.
                 log.warning("session sweep failed: %s", type(exc).__name__)
             async with self._cond:
                 self._done += 1
                 self._cond.notify_all()
+
+
+async def sweep(sessions: Sessions) -> int:
+    """Reset every expired session; how many were. A session in use is not idle."""
+    removed = 0
+    now = sessions.clock()
+    answered = sessions.answered
+    for cid, began in list(answered.items()):
+        if now - began > sessions.ttl:
+            del answered[cid]
+    repository = sessions.repository
+    for cid in await repository.conversations(API):
+        if cid in answered:
+            continue  # answered here less than a TTL ago
+        try:
+            if not sessions.stale(await repository.get_meta(cid)):
+                continue
+            async with sessions.service.exclusive(cid):
+                # Looked at again under its turn: a request may have just renewed it.
+                if sessions.stale(await repository.get_meta(cid)):
+                    await sessions.service.reset(cid)
+                    removed += 1
+        except ConversationBusy:
+            continue
+        except StorageUnavailable:
+            break  # the storage went down (already reported): the next sweep goes on
+    if removed:
+        log.info("sessions: %d expired session(s) removed", removed)
+    return removed

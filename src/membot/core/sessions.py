@@ -17,20 +17,19 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from membot.clock import Clock, utc_now
 from membot.core.media import Upload
 from membot.core.service import ConversationService
 from membot.core.turn import Incoming, ReplySink, TurnOptions, TurnResult
 from membot.errors import ConversationBusy, MembotError
-from membot.ids import API, ConversationId
+from membot.ids import ConversationId
 from membot.llm.model import CallOptions
 from membot.llm.structured import OutputSpec
 from membot.memory.contract.attachment import new_file_key
 from membot.memory.contract.citation import Citation
 from membot.memory.contract.models import ChatMeta, Source
-from membot.memory.contract.repository import StorageUnavailable
 from membot.memory.contract.state import ConversationState, SessionConfig
 from membot.redis.health import ALWAYS_UP, Health
 
@@ -119,6 +118,9 @@ class Sessions:
         # The models a session may use (MODELS and the default, as /model offers them);
         # empty: any model the provider has.
         self.models = models
+        # When a turn began that this process then stored, per session: the sweep's to
+        # read and prune (core/session_sweep.py).
+        self.answered: dict[ConversationId, datetime] = {}
 
     async def chat(self, request: SessionRequest, sink: ReplySink | None = None) -> SessionReply:
         """Answer one request: open a session or take its next round. Raises SessionError,
@@ -137,7 +139,7 @@ class Sessions:
         """The session's conversation, for reading it whole (its export); SessionNotFound
         when there is none or it has expired."""
         cid = ConversationId.api(sid)
-        if self._stale(meta := await self.repository.get_meta(cid)) or not meta.state.session:
+        if self.stale(meta := await self.repository.get_meta(cid)) or not meta.state.session:
             raise SessionNotFound("no such session")
         return cid
 
@@ -174,6 +176,7 @@ class Sessions:
             files = ((key, config.system_prompt.encode()),)
             kept = replace(config, system_prompt=None, system_prompt_file=key)
         async with self.service.exclusive(cid):
+            began = self.clock()
             if request.max_rounds is None:
                 # One plain round (no round text in the prompt), and the dialog is over. Its
                 # message is in the archive only: no later round quotes it.
@@ -183,6 +186,7 @@ class Sessions:
             else:
                 options = self._options(config, state=ConversationState(session=kept), files=files)
                 result = await self.service.consult(incoming, request.max_rounds, sink, options)
+            self.answered[cid] = began
         return _reply(sid, result)
 
     async def _continue(
@@ -195,7 +199,7 @@ class Sessions:
             # Busy, but perhaps only because the sweep is deleting it: an expired or unknown
             # session is SESSION_NOT_FOUND whoever holds its turn.
             meta = await self.repository.get_meta(cid)
-            if meta.state.session is None or self._stale(meta):
+            if meta.state.session is None or self.stale(meta):
                 raise SessionNotFound("no such session") from None
             raise
 
@@ -220,7 +224,9 @@ class Sessions:
             # another model halfway through the dialog.
             self._check_model(config.model)
             config = await self._system_prompt(cid, config)
+            began = self.clock()
             result = await self.service.say(incoming, sink, self._options(config))
+            self.answered[cid] = began
         return _reply(sid, result)
 
     async def _system_prompt(self, cid: ConversationId, config: SessionConfig) -> SessionConfig:
@@ -256,29 +262,9 @@ class Sessions:
         last = meta.updated_at or meta.created_at
         return last is None or self.clock() - last > self.ttl
 
-    def _stale(self, meta: ChatMeta) -> bool:
+    def stale(self, meta: ChatMeta) -> bool:
         """Expired, or never a session (a directory left without a first turn)."""
         return meta.messages_total == 0 or self._expired(meta)
-
-    async def sweep(self) -> int:
-        """Reset every expired session; how many were. A session in use is not idle."""
-        removed = 0
-        for cid in await self.repository.conversations(API):
-            try:
-                if not self._stale(await self.repository.get_meta(cid)):
-                    continue
-                async with self.service.exclusive(cid):
-                    # Looked at again under its turn: a request may have just renewed it.
-                    if self._stale(await self.repository.get_meta(cid)):
-                        await self.service.reset(cid)
-                        removed += 1
-            except ConversationBusy:
-                continue
-            except StorageUnavailable:
-                break  # the storage went down (already reported): the next sweep goes on
-        if removed:
-            log.info("sessions: %d expired session(s) removed", removed)
-        return removed
 
 
 def _reply(sid: uuid.UUID, result: TurnResult) -> SessionReply:
