@@ -60,25 +60,14 @@ class EventStream:
         return None  # `done` is written by the handler, in the API's own shape
 
     async def send(self, event: str, data: dict[str, Any]) -> None:
-        response = self.response
-        if response is None:
-            response = web.StreamResponse(
-                status=200,
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
-            response.content_type = "text/event-stream"
-            response.charset = "utf-8"
-            await response.prepare(self.request)
-            self.response = response
-            self.request[STREAM_OPEN] = True
-        payload = json.dumps(data, ensure_ascii=False)  # one line: json escapes line breaks
-        await response.write(f"event: {event}\ndata: {payload}\n\n".encode())
+        response = self.response or await opened(self.request, self)
+        await response.write(_event(event, data))
 
     async def end(self, event: str, data: dict[str, Any]) -> web.StreamResponse:
-        await self.send(event, data)
-        assert self.response is not None
-        await self.response.write_eof()
-        return self.response
+        """The last event and the stream's end, in one send."""
+        response = self.response or await opened(self.request, self)
+        await response.write_eof(_event(event, data))
+        return response
 
     def tells(self, exc: Exception) -> bool:
         return isinstance(exc, ApiError)
@@ -87,6 +76,29 @@ class EventStream:
         error = exc if isinstance(exc, ApiError) else ApiError(ErrorCode.INTERNAL_ERROR)
         await self.end("error", error.body())
         return error.code.value
+
+
+def _event(event: str, data: dict[str, Any]) -> bytes:
+    payload = json.dumps(data, ensure_ascii=False)  # one line: json escapes line breaks
+    return f"event: {event}\ndata: {payload}\n\n".encode()
+
+
+class _Opens(Protocol):
+    response: web.StreamResponse | None
+
+
+async def opened(request: web.Request, stream: _Opens) -> web.StreamResponse:
+    """`stream`'s response opened now (its status and headers sent): server-sent events,
+    not cached, not buffered by a proxy."""
+    response = web.StreamResponse(
+        status=200, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+    response.content_type = "text/event-stream"
+    response.charset = "utf-8"
+    await response.prepare(request)
+    stream.response = response
+    request[STREAM_OPEN] = True
+    return response
 
 
 class Streamed(Protocol):

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from membot.api.stream import STREAM_OPEN
+from membot.api.stream import opened
 from membot.api.v1.errors import V1Error
 from membot.core.turn import TurnResult
 
@@ -66,16 +66,7 @@ class ChunkStream:
         await self.write(json.dumps(event, ensure_ascii=False))
 
     async def write(self, data: str) -> None:
-        response = self.response
-        if response is None:
-            response = web.StreamResponse(
-                status=200, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-            )
-            response.content_type = "text/event-stream"
-            response.charset = "utf-8"
-            await response.prepare(self.request)
-            self.response = response
-            self.request[STREAM_OPEN] = True
+        response = self.response or await opened(self.request, self)
         await response.write(f"data: {data}\n\n".encode())
 
     async def finish(
@@ -96,10 +87,10 @@ class ChunkStream:
         return await self.close("[DONE]")
 
     async def close(self, data: str) -> web.StreamResponse:
-        await self.write(data)
-        assert self.response is not None
-        await self.response.write_eof()
-        return self.response
+        """The last event and the stream's end, in one send."""
+        response = self.response or await opened(self.request, self)
+        await response.write_eof(f"data: {data}\n\n".encode())
+        return response
 
     def tells(self, exc: Exception) -> bool:
         return isinstance(exc, V1Error)
