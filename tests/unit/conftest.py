@@ -10,8 +10,10 @@ import pytest
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
+from pydantic import SecretStr
 from redis.asyncio import Redis
 
+from membot.config import LlmSettings
 from membot.memory import MemoryRepository
 from membot.memory.redis import RedisRepository
 from membot.redis.client import create_client
@@ -22,6 +24,20 @@ from tests.scripted import ScriptedModel
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 MakeRepo = Callable[..., RedisRepository]
+
+
+def llm_settings(base_url: str, api_key: str) -> LlmSettings:
+    """The model's settings for a test against a fake OpenRouter: one model, no retries."""
+    return LlmSettings(
+        api_key=SecretStr(api_key),
+        base_url=base_url,
+        default_model="test/model",
+        models=(),
+        model_choices=("test/model",),
+        timeout=5.0,
+        enable_retry=False,
+        web_search=False,
+    )
 
 
 @pytest.fixture

@@ -8,13 +8,11 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
-from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
@@ -34,7 +32,7 @@ from membot.usage.files import FileLedger
 from membot.usage.metered import MeteredModel
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM, Pacing, Reply
-from tests.unit.media.test_transcribe import llm_settings
+from tests.unit.conftest import llm_settings
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": '{"x": 6}'}}
 CHAT = ConversationId.parse("tg:7")
@@ -58,7 +56,7 @@ async def model(llm: FakeLLM) -> AsyncIterator[OpenAIChatModel]:
 async def catalog(llm: FakeLLM) -> AsyncIterator[ModelCatalog]:
     """The provider's model list (not fetched until a test refreshes it)."""
     llm.models = {"test/model": ["text"]}
-    client = provider_client(replace(llm_settings(llm.base_url), api_key=SecretStr(API_KEY)))
+    client = provider_client(llm_settings(llm.base_url, API_KEY))
     yield ModelCatalog(client)
     await client.close()
 

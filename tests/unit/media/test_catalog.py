@@ -17,7 +17,8 @@ from membot.media.catalog import ModelCatalog
 from membot.media.provider import provider_client
 from membot.tasks import stopped
 from tests.fakes import FakeLLM
-from tests.unit.media.test_transcribe import KEY, llm_settings
+from tests.unit.conftest import llm_settings
+from tests.unit.media.test_transcribe import KEY
 
 MODELS = {
     "openai/gpt-4o-mini": ["text", "image", "file"],
@@ -37,7 +38,7 @@ async def llm() -> AsyncIterator[FakeLLM]:
 
 @pytest.fixture
 async def client(llm: FakeLLM) -> AsyncIterator[AsyncOpenAI]:
-    client = provider_client(llm_settings(llm.base_url))
+    client = provider_client(llm_settings(llm.base_url, KEY))
     yield client
     await client.close()
 

@@ -12,29 +12,16 @@ from decimal import Decimal
 import pytest
 from pydantic import SecretStr
 
-from membot.config import LlmSettings
 from membot.llm.errors import LLMError, LLMRateLimited, LLMRejected, LLMUnavailable
 from membot.llm.model import Usage
 from membot.media.audio import AudioClip, prepare_audio
 from membot.media.provider import provider_client
 from membot.media.transcribe import Transcriber, Transcript
 from tests.fakes import FakeLLM, Transcription, media_files
+from tests.unit.conftest import llm_settings
 
 KEY = "sk-media-test"
 WORDS = "remember that the deposit is 1500 euros"
-
-
-def llm_settings(base_url: str) -> LlmSettings:
-    return LlmSettings(
-        api_key=SecretStr(KEY),
-        base_url=base_url,
-        default_model="test/model",
-        models=(),
-        model_choices=("test/model",),
-        timeout=5.0,
-        enable_retry=False,
-        web_search=False,
-    )
 
 
 @pytest.fixture
@@ -45,7 +32,7 @@ async def llm() -> AsyncIterator[FakeLLM]:
 
 @pytest.fixture
 async def transcriber(llm: FakeLLM) -> AsyncIterator[Transcriber]:
-    client = provider_client(llm_settings(llm.base_url))
+    client = provider_client(llm_settings(llm.base_url, KEY))
     yield Transcriber(client, "openai/whisper-1")
     await client.close()
 
@@ -131,7 +118,7 @@ async def test_an_unreachable_provider_is_unavailable(
 
 
 async def test_the_wrong_key_is_a_refusal(llm: FakeLLM, clip: AudioClip) -> None:
-    wrong = dataclasses.replace(llm_settings(llm.base_url), api_key=SecretStr("sk-wrong"))
+    wrong = dataclasses.replace(llm_settings(llm.base_url, KEY), api_key=SecretStr("sk-wrong"))
     client = provider_client(wrong)
     try:
         with pytest.raises(LLMRejected) as refused:

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
-from membot.config import LlmSettings
 from membot.llm.model import ModelRequest
 from membot.roles import ProcessRole
 from membot.wiring import build_model
 from tests.conftest import API_KEY
 from tests.fakes import FakeLLM
+from tests.unit.conftest import llm_settings
 
 SCRIPT = """
 import sys
@@ -62,17 +61,7 @@ def test_only_a_role_that_answers_imports_the_models_client(
 
 async def test_a_model_built_on_first_call_answers_when_called(llm: FakeLLM) -> None:
     llm.script("built when asked")
-    settings = LlmSettings(
-        api_key=SecretStr(API_KEY),
-        base_url=llm.base_url,
-        default_model="test/model",
-        models=(),
-        model_choices=("test/model",),
-        timeout=5.0,
-        enable_retry=False,
-        web_search=False,
-    )
-    model = build_model(settings, on_first_call=True)
+    model = build_model(llm_settings(llm.base_url, API_KEY), on_first_call=True)
     assert model.model_name == "test/model"
     try:
         reply = await model.complete(ModelRequest([{"role": "user", "content": "hi"}]))
