@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,15 @@ import pytest
 
 from membot.api import base64s
 from membot.api.models import MAX_BODY_BYTES
+from membot.config import Settings
 from membot.ids import ConversationId
 from membot.memory.redis import RedisRepository
+from membot.roles.process import Process
 from tests import api_support
-from tests.api_support import RunningApi, StartApi
+from tests.api_support import ApiClient, RunningApi, StartApi
 from tests.e2e.conftest import REDIS_URL
-from tests.fakes import FakeLLM, media_files
+from tests.e2e.test_redis_e2e import on_redis
+from tests.fakes import FakeLLM, FakeTelegram, media_files
 
 start_api = api_support.start_api
 
@@ -270,3 +274,37 @@ async def test_a_follow_up_about_an_image_is_answered_by_another_process_from_re
     assert await redis_repo.client.ttl(redis_repo.keys(cid).files) == await redis_repo.client.ttl(
         redis_repo.keys(cid).meta
     )
+
+
+async def test_membot_receive_with_the_api_reads_an_image(
+    tg: FakeTelegram,  # the receiver polls it
+    llm: FakeLLM,
+    make_settings: Callable[..., Settings],
+    redis_repo: RedisRepository,
+) -> None:
+    """`membot receive` runs no Telegram turn, but with API_PORT set it serves the API, whose
+    turns read files as any role's do."""
+    llm.models = {VISION: ["text", "image"], TEXT_ONLY: ["text"]}
+    port = api_support.free_port()
+    settings = make_settings(
+        **on_redis(redis_repo, queue="redis"),
+        api_port=port,
+        api_tokens=api_support.API_TOKEN,
+        openrouter_model=VISION,
+        models=f"{VISION},{TEXT_ONLY}",
+    )
+    receive = Process(settings, "receive")
+    await receive.start()  # started: polling Telegram, the API listening
+    client = ApiClient(f"http://127.0.0.1:{port}")
+    try:
+        photo = media_files.jpeg(200, 100)
+        llm.script("A grey gradient.")
+        answer = await client.chat(
+            {"message": "What is this?", "attachments": [attachment("image", photo, "image/jpeg")]}
+        )
+        assert (answer.status, answer.body.get("content")) == (200, "A grey gradient.")
+        [url] = image_urls(llm.chat_requests[-1])
+        assert base64.b64decode(url.removeprefix("data:image/jpeg;base64,")) == photo
+    finally:
+        await client.close()
+        await receive.shutdown()

@@ -53,8 +53,10 @@ def build_parts(
 ) -> Parts:
     if role in ("receive", "worker") and settings.queue.backend != "redis":
         raise ValueError(f"`membot {role}` needs QUEUE=redis")
-    # `receive` runs no turn: its core calls no model (and so imports no openai).
-    core = core or build_core(settings, answers=role != "receive")
+    # `receive` runs no turn of its own: its core calls no model (and so imports no openai),
+    # unless it serves the API beside it (API_PORT), whose turns read files and use MCP tools.
+    answers = role != "receive" or settings.api.port is not None
+    core = core or build_core(settings, answers=answers)
     tg = None
     if role != "api":  # `membot api` is the HTTP API alone: no Telegram part, no aiogram
         from membot.roles.telegram import build_telegram
