@@ -20,7 +20,6 @@ from aiogram.client.telegram import TelegramAPIServer
 from aiogram.methods import (
     DeleteWebhook,
     GetMe,
-    GetUpdates,
     SendChatAction,
     SendMessage,
     SetMyCommands,
@@ -40,6 +39,7 @@ from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.limits import build_limits
 from membot.bot.middlewares import AccessMiddleware, ChatContext
 from membot.bot.throttle import Throttle
+from membot.bot.updates import RawUpdates
 from membot.config import QueueSettings, Settings
 from membot.core.timed import TaskTurns
 from membot.export import Exports
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 # call; pydantic caches those classes only weakly, so each garbage collection drops them and
 # the next call rebuilds one (~10 ms). Holding them keeps the hot path off that cliff.
 _RESPONSE_MODELS: list[type[Any]] = []
-_HOT_METHODS = (GetUpdates, SendMessage, SendChatAction, GetMe, DeleteWebhook, SetMyCommands)
+_HOT_METHODS = (RawUpdates, SendMessage, SendChatAction, GetMe, DeleteWebhook, SetMyCommands)
 
 # The bot's commands, as a journal recognises them (never replayed, see intake/journal.py).
 COMMANDS = frozenset(f"/{name}" for name, _ in texts.COMMANDS)
