@@ -49,7 +49,7 @@ def deltas(events: list[tuple[str, Any]]) -> list[str]:
 
 
 async def test_deltas_then_done_equal_to_the_plain_answer(api: RunningApi, llm: FakeLLM) -> None:
-    # Written a piece at a time over 1.5 s: it comes in several deltas (read every 0.3 s).
+    # Written a piece at a time over 1.5 s: it comes in several deltas (read every 0.4 s).
     llm.script(ANSWER, Reply(content=ANSWER, pacing=Pacing(chars=8, delay=0.15)))
     plain = await api.client.chat({"message": "Помоги подобрать веса"})
     streamed = await api.client.chat({"message": "Помоги подобрать веса", "stream": True})

@@ -36,10 +36,11 @@ _DONE = b"[DONE]"
 # Seconds the rest of a body after [DONE] is read for, at most (see _drain).
 DRAIN_TIMEOUT = 0.1
 # Seconds the connection's reading is paused after each read once the text has begun: the
-# longest a piece of text waits (see llm/pacing.py for why). A reader does not notice 0.3 s;
-# each read costs a wake-up, a parse and an event written, and at 0.1 s a streamed API
-# answer cost 3.5-4x the CPU of the same answer plain, at 0.3 s about 2x.
-READ_HOLD = 0.3
+# longest a piece of text waits (see llm/pacing.py for why): 2-3 pieces a second, a word or
+# two each at reading speed. Each read costs a wake-up, a parse and an event written: a
+# streamed API answer cost 3.5-4x the CPU of the same answer plain at 0.1 s, 1.9-2.4x at
+# 0.3 s (a 375-chunk answer), 1.7-1.8x at 0.4 s (`python -m bench --only stream`).
+READ_HOLD = 0.4
 
 
 class Events:
