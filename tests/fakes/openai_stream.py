@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 
@@ -71,6 +72,15 @@ def chunks(completion: dict[str, Any], chars: int, *, usage: bool) -> Iterator[d
         yield {**base, "choices": [], "usage": completion["usage"]}
 
 
+def dumps(data: Any) -> bytes:
+    """JSON as OpenAI writes it (UTF-8, not escaped): orjson, or the standard library for
+    what orjson refuses (a scripted lone surrogate, an integer past 64 bits)."""
+    try:
+        return orjson.dumps(data)
+    except TypeError:
+        return json.dumps(data).encode()
+
+
 async def send_stream(
     request: web.Request,
     body: dict[str, Any],
@@ -100,7 +110,7 @@ async def send_stream(
                 error = {"error": {"message": "upstream failed", "code": 502}}
                 await response.write(f"data: {json.dumps(error)}\n\n".encode())
                 break
-            await response.write(f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode())
+            await response.write(b"data: " + dumps(data) + b"\n\n")
             on_chunk()
         else:
             await response.write(b"data: [DONE]\n\n")

@@ -184,6 +184,28 @@ async def test_tail_reads_only_the_end_of_a_large_archive(tmp_path: Path) -> Non
     assert stored[0].seq == 100_001
 
 
+async def test_reading_on_from_a_seq_in_a_large_archive_starts_exactly_there(
+    tmp_path: Path,
+) -> None:
+    # What a summary reads (the messages after the last summarized one) is found by bisecting
+    # byte offsets: every start, beside lines that cannot be read and lines longer than the
+    # stretch scanned line by line, must give exactly the messages after it.
+    repo = FileRepository(tmp_path)
+    path = tmp_path / "1" / "messages.txt"
+    path.parent.mkdir(parents=True)
+    with open(path, "w") as fh:
+        for i in range(1, 3_001):
+            size = 20_000 if i % 500 == 7 else 60
+            fh.write(Message(role="user", content=f"m{i} " + "x" * size, seq=i).to_json())
+            fh.write("\n")
+            if i % 250 == 0:
+                fh.write("not json at all\n")
+                fh.write('{"role":"user","content":"no seq"}\n')
+    for after in (0, 1, 6, 7, 8, 249, 250, 251, 1_507, 2_000, 2_999, 3_000, 5_000):
+        read = [m.seq async for m in repo.iter_messages(tg(1), after_seq=after)]
+        assert read == list(range(after + 1, 3_001)), after
+
+
 async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     big = "y" * 200_000

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+import orjson
+
 from membot.clock import iso as iso
 from membot.clock import parse_iso as parse_iso
 from membot.clock import utc_now
@@ -34,6 +36,16 @@ def json_line(data: Any) -> str:
     """`data` as one line of JSON Lines: UTF-8 kept readable, every line break escaped."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return text.translate(_LINE_BREAKS)
+
+
+def loads(line: str | bytes) -> Any:
+    """A stored line's JSON: orjson (several times quicker on the lines every turn reads), the
+    standard library for what orjson refuses (a lone surrogate's escape, an integer past 64
+    bits) and so for every error (ValueError)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 class CorruptRecord(MembotError, ValueError):
@@ -137,7 +149,7 @@ class Message:
     @classmethod
     def from_json(cls, line: str | bytes) -> Message:
         try:
-            data = json.loads(line)
+            data = loads(line)
             role = data["role"]
             if role not in ROLES or not isinstance(data["content"], str):
                 raise ValueError("bad role or content")
