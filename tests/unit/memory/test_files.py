@@ -206,6 +206,29 @@ async def test_reading_on_from_a_seq_in_a_large_archive_starts_exactly_there(
         assert read == list(range(after + 1, 3_001)), after
 
 
+async def test_reading_on_from_a_seq_with_the_context_in_memory_reads_what_is_on_disk(
+    tmp_path: Path,
+) -> None:
+    # A summary reads the messages after the last summarized one from the context the backend
+    # keeps when it holds them: they must be the archive's, after appends, a skipped
+    # unreadable line and starts older than what is kept, as a restarted bot reads them.
+    repo = FileRepository(tmp_path)
+    cid = tg(1)
+    await repo.append(cid, [user(f"m{i}") for i in range(1, 81)])
+    path = tmp_path / "1" / "messages.txt"
+    with open(path, "ab") as fh:
+        fh.write(b"not json at all\n")
+    await repo.append(cid, [user("after the bad line")])
+    await repo.context(cid, 64)  # kept in memory from here
+    await repo.append(cid, [user("m82"), Message(role="assistant", content="a82")])
+    for after in (0, 10, 18, 19, 20, 40, 80, 81, 82, 83, 90):
+        kept = [(m.seq, m.content) async for m in repo.iter_messages(cid, after_seq=after)]
+        fresh = FileRepository(tmp_path)
+        on_disk = [(m.seq, m.content) async for m in fresh.iter_messages(cid, after_seq=after)]
+        assert kept == on_disk, after
+        assert [seq for seq, _ in kept] == list(range(after + 1, 84)), after
+
+
 async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     big = "y" * 200_000

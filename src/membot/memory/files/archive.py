@@ -160,6 +160,11 @@ class ForwardReader:
         self._carry = b""
         self._done = False
 
+    @property
+    def done(self) -> bool:
+        """The end was reached: the next batch would be empty (no need to ask for it)."""
+        return self._done
+
     def next_batch(self) -> list[Message]:
         if self._done:
             return []
@@ -172,19 +177,20 @@ class ForwardReader:
             if self.after_seq > 0:
                 _seek_after_seq(self._fh, self.after_seq)
         out: list[Message] = []
-        while not out:
+        while not out and not self._done:
             chunk = self._fh.read(self.batch_bytes)
-            if not chunk:
-                self._done = True
-                if self._carry:
-                    message = parse_line(self._carry, self.path, torn=True)
-                    self._carry = b""
-                    if message is not None and message.seq > self.after_seq:
-                        out.append(message)
-                return out
+            # A short read is the end of the file: said now, so that the caller does not ask
+            # (a worker thread's hop) for an empty batch.
+            self._done = len(chunk) < self.batch_bytes
             lines = (self._carry + chunk).split(b"\n")
             self._carry = lines.pop()
-            parsed = (parse_line(r, self.path, torn=False) for r in lines)
+            if self._done and self._carry:
+                lines.append(self._carry)  # a last line without its newline: torn, maybe
+                self._carry = b""
+                torn = len(lines) - 1
+            else:
+                torn = -1
+            parsed = (parse_line(r, self.path, torn=i == torn) for i, r in enumerate(lines))
             out.extend(m for m in parsed if m and m.seq > self.after_seq)
         return out
 

@@ -118,9 +118,17 @@ class FileRepository(FileDeliveries, FileForget):
     async def iter_messages(
         self, cid: ConversationId, after_seq: int = 0
     ) -> AsyncGenerator[Message, None]:
+        # A summary reads the messages after the last summarized one, the outbox the answers
+        # after its mark: mostly within the context kept in memory, which is the archive's
+        # tail (read with no thread's hop and no line parsed).
+        hot = self._hot.peek(cid)
+        if hot is not None and (hot.whole or (hot.history and hot.history[0].seq <= after_seq + 1)):
+            for message in [m for m in hot.history if m.seq > after_seq]:
+                yield message
+            return
         reader = ForwardReader(self.conversation_dir(cid) / MESSAGES, after_seq=after_seq)
         try:
-            while batch := await asyncio.to_thread(reader.next_batch):
+            while not reader.done and (batch := await asyncio.to_thread(reader.next_batch)):
                 for message in batch:
                     yield message
         finally:
