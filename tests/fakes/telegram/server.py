@@ -147,13 +147,16 @@ class FakeTelegram(
 
     def clear_records(self) -> None:
         """Forget what was recorded so far (messages sent, drafts, actions, edits, the call
-        log); call counts, chats and pending updates stay. For long benchmarks, between
+        log) and the messages of every chat, the users' and the bot's (a reply to or an edit of
+        one from before is then refused, as Telegram refuses an unknown message); call counts,
+        chats, their message numbering and pending updates stay. For long benchmarks, between
         measured runs: thousands of kept records make the collector's full passes slower for
         whatever runs next in the process."""
         for log in (self.sent, self.drafts, self.actions, self.action_params, self.calls):
             log.clear()
         self.edits.clear()
         self._sent_by_chat.clear()
+        self._messages.clear()
 
     def messages_to(self, chat_id: int) -> list[SentMessage]:
         return list(self._sent_by_chat.get(chat_id, ()))
