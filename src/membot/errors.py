@@ -75,3 +75,8 @@ class StorageRefused(StorageUnavailable):
     """The storage's server answered with an error (out of memory, read-only, a script's
     error): unavailable for this call too, but sending the same call again is refused again,
     so a change replayed from the spool is set aside rather than retried."""
+
+
+# What reading a damaged stored record raises: besides ValueError and wrong shapes, a number
+# JSON reads as infinite (1e400) made an int, and nesting past the parser's recursion limit.
+UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError)

@@ -152,8 +152,9 @@ def _tools_json(tools: Any) -> str:
 
 def _loads(raw: str | bytes) -> Any:
     """A request body, as `json.loads` reads it: orjson first (several times quicker on a
-    prompt with tools), the standard library for what orjson refuses (NaN, integers past 64
-    bits, lone surrogates) and for its errors."""
+    prompt with tools), the standard library for what orjson refuses (NaN, lone surrogates)
+    and for its errors. An integer past 64 bits comes out a float (2**70 still compares
+    equal; 2**70 + 1 would not)."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -229,6 +229,31 @@ async def test_reading_on_from_a_seq_with_the_context_in_memory_reads_what_is_on
         assert [seq for seq, _ in kept] == list(range(after + 1, 84)), after
 
 
+async def test_an_infinite_number_or_too_deep_json_is_a_corrupt_line_not_an_error(
+    tmp_path: Path,
+) -> None:
+    # JSON that parses to an infinite number (1e400) or nests past Python's recursion limit
+    # is one damaged line like any other: skipped, not an error that makes the chat
+    # unreadable (every turn, every summary, a seek by seq probing it).
+    repo = FileRepository(tmp_path)
+    cid = tg(1)
+    await repo.append(cid, [user(f"m{i}") for i in range(1, 4)])
+    good = (tmp_path / "1" / "messages.txt").read_text().splitlines()
+    damaged = [
+        good[0].replace('"seq":1,', '"seq":1e400,'),
+        good[0].replace('"user_id":1,', '"user_id":-1e999,'),
+        good[0][:-1] + ',"x":' + "[" * 100_000 + "]" * 100_000 + "}",
+    ]
+    lines = [good[0], *damaged, good[1]]
+    filler = [Message(role="user", content="x" * 100, seq=i).to_json() for i in range(3, 200)]
+    (tmp_path / "1" / "messages.txt").write_text("\n".join(lines + filler) + "\n")
+    context = await FileRepository(tmp_path).context(cid, 500)
+    assert [m.seq for m in context.history] == list(range(1, 200))
+    for after in (0, 1, 2, 150):
+        read = [m.seq async for m in FileRepository(tmp_path).iter_messages(cid, after)]
+        assert read == list(range(after + 1, 200)), after
+
+
 async def test_long_lines_spanning_read_blocks(tmp_path: Path) -> None:
     repo = FileRepository(tmp_path)
     big = "y" * 200_000

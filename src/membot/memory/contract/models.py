@@ -13,7 +13,7 @@ import orjson
 from membot.clock import iso as iso
 from membot.clock import parse_iso as parse_iso
 from membot.clock import utc_now
-from membot.errors import MembotError
+from membot.errors import UNREADABLE, MembotError
 from membot.ids import ConversationId
 from membot.memory.contract.attachment import Attachment
 from membot.memory.contract.citation import Citation
@@ -40,8 +40,8 @@ def json_line(data: Any) -> str:
 
 def loads(line: str | bytes) -> Any:
     """A stored line's JSON: orjson (several times quicker on the lines every turn reads), the
-    standard library for what orjson refuses (a lone surrogate's escape, an integer past 64
-    bits) and so for every error (ValueError)."""
+    standard library for what it refuses (a lone surrogate's escape, NaN) and so for errors;
+    an integer past 64 bits orjson reads as a float (no record membot writes holds one)."""
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -174,7 +174,7 @@ class Message:
                 citations=tuple(Citation.from_dict(c) for c in data.get("citations") or ()),
                 forgotten=data.get("forgotten") is True,
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except UNREADABLE as exc:
             raise CorruptRecord(str(exc)) from None
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from membot.errors import UNREADABLE
 from membot.memory.contract.models import CorruptRecord, Message, loads
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ def _seq_of(raw: bytes) -> int | None:
     """A line's seq, None for a line that cannot be read (skipped, as readers skip it)."""
     try:
         return int(loads(raw)["seq"])
-    except (ValueError, KeyError, TypeError):
+    except UNREADABLE:
         return None
 
 
