@@ -85,7 +85,7 @@ async def test_a_number_past_64_bits_still_reaches_the_wire(
 ) -> None:
     # An API client's seed (or max_tokens) is any JSON integer: sent as written, for the
     # provider to take or refuse, not an error of membot's own before the call.
-    seed = 2**70
+    seed = 2**70 + 1  # no float holds it: what arrives is the integer itself
     options = CallOptions(sampling={"seed": seed})
     reply = await model.complete(ModelRequest([user("hi")], options=options))
     assert reply.content == "ANSWER: hi" and llm.requests[0]["seed"] == seed
