@@ -60,10 +60,12 @@ class ExportWatch:
                     del self._stops[cid]
 
     async def forgotten(self, cid: ConversationId) -> int:
-        """Stop `cid`'s exports here and delete its files in the directory; how many files."""
+        """Delete `cid`'s files in the directory, then stop its exports here; how many files.
+        In that order: a stopped export is made again at once, and its new files must not be
+        caught by the deletion (a build stopped after it removes its own files as it ends)."""
+        removed = await asyncio.to_thread(_remove_named, self.directory, label_of(cid) + "-")
         for stop in self._stops.get(cid, ()):
             stop.set()
-        removed = await asyncio.to_thread(_remove_named, self.directory, label_of(cid) + "-")
         if removed:
             log.info("%s: %d export file(s) deleted after a forget", cid, removed)
         return removed

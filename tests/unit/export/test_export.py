@@ -6,6 +6,7 @@ is left on disk after the block, and the files were 0600 while there."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -20,6 +21,7 @@ import pytest
 
 from membot.export import Exports, part_names
 from membot.export.parts import PENDING, PartedZip
+from membot.export.watch import ExportWatch
 from membot.ids import ConversationId
 from membot.memory import ChatRepository, FileRepository, MemoryRepository, Message
 from membot.memory.contract.attachment import Attachment, new_file_key
@@ -176,3 +178,35 @@ def test_a_part_writer_keeps_every_part_within_its_limit_with_incompressible_tex
     assert len(parts) >= 2 and all(p.stat().st_size <= limit for p in parts)
     joined = b"".join(zipfile.ZipFile(io.BytesIO(p.read_bytes())).read("lines.txt") for p in parts)
     assert joined == b"".join(lines)
+
+
+async def test_an_export_stopped_by_a_forget_is_made_again_after_the_files_are_deleted(
+    tmp_path: Path,
+) -> None:
+    # A /forget deletes the conversation's export files and stops its export in progress,
+    # which is made again at once: had the deletion run on after the stop, the new export's
+    # files could be deleted under it (seen: the second upload failed, "couldn't prepare").
+    watch = ExportWatch(tmp_path)
+    cid = ConversationId.telegram(42)
+    watch.directory.mkdir()
+    for n in range(2_000):  # left by killed processes: deleting them takes a while
+        (watch.directory / f"tg-42-left-{n}.zip").write_bytes(b"old")
+    other = watch.directory / "tg-420-0001.zip"
+    other.write_bytes(b"another chat's")
+    seen_at_stop: list[list[str]] = []
+    under_way = asyncio.Event()
+
+    async def exporting() -> None:
+        with watch.watching(cid) as stop:
+            under_way.set()
+            await stop.wait()
+            # What an export made again finds (and writes its new part beside).
+            seen_at_stop.append(sorted(p.name for p in watch.directory.iterdir()))
+            (watch.directory / "tg-42-again.zip").write_bytes(b"new")
+
+    task = asyncio.create_task(exporting())
+    await under_way.wait()
+    assert await watch.forgotten(cid) == 2_000
+    await task
+    assert seen_at_stop == [[other.name]]
+    assert sorted(p.name for p in watch.directory.iterdir()) == ["tg-42-again.zip", other.name]
