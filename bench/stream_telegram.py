@@ -6,7 +6,7 @@ or 375 chunks, the first after 0.5 s; a plain call gets the whole answer after 6
 bot runs as a process of its own (`membot run`: polling, files with fsync, the usage ledger;
 bench/child.py), the fakes in the bench's. It answers CONCURRENT private chats at once, each
 asking one question a round, ROUNDS rounds with STREAMING=true and =false alternately (A B
-B A), each round a fresh process warmed up by one quick answer in every chat. Time to the
+B A A B B A), each round a fresh process warmed up by one quick answer in every chat. Time to the
 first draft and to the final message are taken at the fake Bot API from when the update was
 pushed; medians over every message. CPU per message is membot's process's over a round,
 nothing of the fakes'; CPU per chunk is what a message with drafts costs beyond one without,
@@ -27,7 +27,9 @@ from bench.stream_rounds import Names, measured
 from bench.stream_rounds import rows as stream_rows
 
 CONCURRENT = 10
-ROUNDS = 4  # two of each
+# Four of each (A B B A A B B A): a round is ten answers, 60-130 ms of membot's CPU, and two
+# of each made the ratio at 375 chunks swing 1.79-2.28x from run to run.
+ROUNDS = 8
 NAMES = Names(
     streamed="drafts",
     plain="single",
