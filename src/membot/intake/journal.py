@@ -83,6 +83,7 @@ class Journal:
         self._pending: dict[int, bytes] = {}  # update id -> its journal line
         self._done: list[int] = []  # handled since the last write
         self._file = files.Worker()  # in the order asked for: no lock
+        self._journal = files.JournalFile(self.path)  # the worker's thread's alone
         self._size = 0
         self._compact = False  # rewrite at the next write, whatever the size
         self._dir_synced = False  # the journal's directory entry, once per process
@@ -109,7 +110,7 @@ class Journal:
         try:
             await self.flush()
         finally:
-            self._file.close()
+            self._file.close(self._journal)
 
     def let_go(self, entry: Entry) -> None:
         return None
@@ -197,7 +198,7 @@ class Journal:
         self._size = 0
         self._done = []
         self._compact = False
-        self._file.empty(self.path)
+        self._file.empty(self._journal)
 
     # -- the file ---------------------------------------------------------------------------
 
@@ -217,7 +218,7 @@ class Journal:
         at = 0 if self._compact else COMPACT_BYTES
         self._compact = False
         self._size = await self._file.run(
-            files.append, self.path, batch, not self._dir_synced, keep, at
+            self._journal.append, batch, not self._dir_synced, keep, at
         )
         self._dir_synced = True
 
@@ -227,7 +228,7 @@ class Journal:
         if self._done:
             line = json.dumps({"done": self._done}).encode() + b"\n"
             self._done = []
-            self._size = await self._file.run(files.append, self.path, line)
+            self._size = await self._file.run(self._journal.append, line)
         else:
             await self._file.settled()
 
@@ -244,7 +245,7 @@ class Journal:
     async def unanswered(self, repository: ChatRepository) -> list[dict[str, Any]]:
         """The journaled messages, not marked done, whose question never reached its
         chat's archive. They count as pending until handled again."""
-        records, done, self._size = await self._file.run(files.read, self.path)
+        records, done, self._size = await self._file.run(self._journal.read)
         self.journaled_before = frozenset(int(r["update_id"]) for r in records)
         replay, skipped = await unanswered_of(
             [r for r in records if int(r["update_id"]) not in done],
@@ -264,7 +265,7 @@ class Journal:
         if replay:
             self._compact = True  # at the next write
         else:
-            await self._file.run(files.truncate, self.path)
+            await self._file.run(self._journal.truncate)
             self._size = 0
         return replay
 

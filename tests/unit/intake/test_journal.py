@@ -81,6 +81,25 @@ async def test_done_marks_ride_along_and_the_journal_holds_only_what_is_in_fligh
     assert on_disk(tmp_path) == [5]
 
 
+async def test_what_is_put_after_a_rewrite_or_a_deletion_is_in_the_journal_on_disk(
+    tmp_path: Path,
+) -> None:
+    """The journal keeps its file open between appends (intake/journal_files.py): a batch put
+    after the journal was rewritten lands in the new file, not the one the rewrite replaced,
+    and one put after the file was deleted by hand is in a file made again. Either lost
+    would be a message a crash then loses."""
+    (tmp_path / INBOX).write_text(json.dumps(raw(7, "from the crashed run")) + "\n")
+    journal = opened(tmp_path)
+    await journal.replay(FileRepository(tmp_path))  # unanswered: rewritten at the next write
+    await journal.put([update(8, "eight")])  # appended, then the journal rewritten
+    await journal.put([update(9, "nine")])
+    assert on_disk(tmp_path) == [7, 8, 9]
+    (tmp_path / INBOX).unlink()
+    await journal.put([update(10, "ten")])
+    assert on_disk(tmp_path) == [10]
+    await journal.close()
+
+
 async def test_after_a_crash_only_unanswered_text_is_replayed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

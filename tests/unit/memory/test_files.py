@@ -488,6 +488,11 @@ async def test_the_context_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path
     await same_as_on_disk()
     await turn(7)
     await same_as_on_disk(limit=20)  # a deeper window than the one kept: read again
+    # meta.json rewritten by a turn from the meta kept in memory, not read again.
+    await turn(71, consulting)
+    await same_as_on_disk()
+    await turn(72)
+    await same_as_on_disk()
     await repo.reset(cid)
     await same_as_on_disk()
     await turn(8)
@@ -533,6 +538,45 @@ async def test_answers_reuse_one_delivery_record_written_in_place(tmp_path: Path
     assert await repo.undelivered("tg") == []
 
 
+async def test_the_delivery_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path: Path) -> None:
+    """The backend keeps each chat's delivery record, and the archive's end after its own
+    append, in memory (memory/files/delivery.py KnownRecords): an append does not read the
+    record again, nor a delivery the archive's tail. After every step, the mark is what a bot
+    started afresh on the same directory reads, and so is the record on disk."""
+    repo = FileRepository(tmp_path)
+    cid = tg(42)
+
+    async def same_as_on_disk() -> DeliveryMark | None:
+        kept = await repo.delivery_mark(cid)
+        fresh = FileRepository(tmp_path)
+        assert kept == await fresh.delivery_mark(cid)
+        assert await repo.undelivered("tg") == await fresh.undelivered("tg")
+        return kept
+
+    await repo.append(cid, [user("q1"), to_send("a1")])
+    assert await same_as_on_disk() == DeliveryMark(after=0)
+    await repo.mark_delivered(cid, 2, 0, sending=True)
+    assert await same_as_on_disk() == DeliveryMark(after=0, seq=2, parts=0, sending=True)
+    await repo.mark_delivered(cid, 2)
+    assert await same_as_on_disk() is None
+    await repo.append(cid, [user("a question alone")])  # no answer: nothing pending
+    assert await same_as_on_disk() is None
+    await repo.append(cid, [user("q4"), to_send("a4")])
+    await repo.append(cid, [user("q6"), to_send("a6")])  # a4 not sent yet: both pending
+    assert await same_as_on_disk() == DeliveryMark(after=3)
+    await repo.mark_delivered(cid, 5)
+    assert await same_as_on_disk() == DeliveryMark(after=5)
+    # The archive rewritten by a forget after the append: the delivery reads its end again.
+    await repo.forget(cid, [4])
+    await repo.mark_delivered(cid, 7)
+    assert await same_as_on_disk() is None
+    await repo.append(cid, [user("q8"), to_send("a8")])
+    await repo.mark_delivered(cid, 9)
+    assert await same_as_on_disk() is None
+    await repo.append(cid, [user("q10"), to_send("a10")])  # only the new answer is pending
+    assert await same_as_on_disk() == DeliveryMark(after=9)
+
+
 async def test_a_mark_left_by_an_earlier_version_is_still_sent(tmp_path: Path) -> None:
     """An earlier version's mark (`{"after": 2}`, there only while answers were unsent)
     still names the answers to send after an upgrade, and clears once they are."""
@@ -553,10 +597,11 @@ async def test_an_unreadable_delivery_record_is_replaced_by_the_next_answer(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A damaged record sends nothing (its answers are unknown: logged), and the next
-    answer's append writes a new one, so that answer is not lost."""
-    repo = FileRepository(tmp_path)
-    await repo.append(tg(42), [user("q1"), to_send("a1")])
+    answer's append writes a new one, so that answer is not lost. Found at start-up: a
+    running backend is its files' only writer and reads no record it wrote again."""
+    await FileRepository(tmp_path).append(tg(42), [user("q1"), to_send("a1")])
     (tmp_path / "42" / "undelivered.json").write_bytes(b"\x00garbage")
+    repo = FileRepository(tmp_path)
     with caplog.at_level(logging.WARNING):
         assert await repo.undelivered("tg") == []
     assert "unreadable undelivered.json" in caplog.text

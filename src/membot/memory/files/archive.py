@@ -57,6 +57,26 @@ def read_tail(path: Path, limit: int) -> list[Message]:
         os.close(fd)
 
 
+class _Unread:
+    """Not known: to be read from the archive."""
+
+
+UNREAD = _Unread()
+
+
+def last_of(
+    fd: int, path: Path, kept: Message | _Unread | None = UNREAD
+) -> tuple[Message | None, bool, os.stat_result]:
+    """An open archive's last readable message, whether its last line is torn, and its stat.
+    `kept`: the last message as the caller keeps it (None: none), not read and parsed again;
+    only the last byte is read, for the torn line."""
+    if isinstance(kept, _Unread):
+        tail, torn, _ = tail_of(fd, 1, path)
+        return (tail[0] if tail else None), torn, os.fstat(fd)
+    st = os.fstat(fd)
+    return kept, st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n", st
+
+
 def tail_of(fd: int, limit: int, path: Path) -> tuple[list[Message], bool, int]:
     """The last `limit` readable messages of an open archive, reading backwards from the end;
     also whether its last line is torn (no final newline: a crash mid-write) and its size.

@@ -51,6 +51,8 @@ RECORD = 192
 # its mark to send when it said "nothing pending" (its mark is then the archive's last seq).
 Archive = tuple[int, ...]
 NONE: Archive = (0, 0, 0)
+# The archive's last seq and what it was (`Archive`) after an append of this process.
+End = tuple[int, Archive]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,23 +133,26 @@ def rewrite(directory: Path, record: Record) -> None:
         os.close(fd)
 
 
-def mark_pending(directory: Path, after: int, archive: Archive) -> Record:
+def mark_pending(directory: Path, after: int, archive: Archive, known: Known = UNKNOWN) -> Record:
     """Before the append of an answer to send, on `archive` (as it is before the write):
     the conversation's first answer creates the record, synced; later ones need nothing,
-    their own line makes the archive differ from the record (blocking). The record."""
-    record = load(directory)
+    their own line makes the archive differ from the record (blocking). The record.
+    `known`: the record as this process last read or wrote it, not read again."""
+    record = load(directory) if isinstance(known, _Unknown) else known
     if record is None:  # none yet, or unreadable
         record = Record(DeliveryMark(after), archive)
         replace_atomic(directory / UNDELIVERED, record.to_bytes())
     return record
 
 
-def follow(directory: Path, before: Archive, after: Archive, last: int) -> Record | None:
+def follow(
+    directory: Path, before: Archive, after: Archive, last: int, known: Known = UNKNOWN
+) -> Record | None:
     """The archive went from `before` to `after` without an answer to send (its last seq now
     `last`): a record that said "nothing pending" says it of the new archive. Not synced: a
     power cut that loses it leaves a mark with nothing after it to send (blocking). The
-    record."""
-    record = load(directory)
+    record. `known`: as for set_mark."""
+    record = load(directory) if isinstance(known, _Unknown) else known
     if record is not None and record.archive == before:
         record = Record(DeliveryMark(max(record.mark.after, last)), after)
         rewrite(directory, record)
@@ -160,17 +165,29 @@ def read_mark(directory: Path) -> DeliveryMark | None:
 
 
 def set_mark(
-    directory: Path, upto: int, parts: int | None, sending: bool, known: Known = UNKNOWN
+    directory: Path,
+    upto: int,
+    parts: int | None,
+    sending: bool,
+    known: Known = UNKNOWN,
+    end: End | None = None,
 ) -> Record | None:
     """Move the mark (see `progress`); the record as it is afterwards. `known`: the record
-    as this process last read or wrote it, not read again."""
+    as this process last read or wrote it, not read again; `end`: the archive's end as this
+    process's last append left it, used while the archive is still that one."""
     record = load(directory) if isinstance(known, _Unknown) else known
-    mark = None if record is None else record.pending(archive_of(directory))
+    archive_now = archive_of(directory)
+    mark = None if record is None else record.pending(archive_now)
     if record is None or mark is None:
         return record
     # The archive's end matters only to an answer done (is anything stored after it?): a
     # part's progress, recorded before each message is sent, does not read it.
-    last, archive = (0, record.archive) if parts is not None else _archive_end(directory)
+    if parts is not None:
+        last, archive = 0, record.archive
+    elif end is not None and end[1] == archive_now:
+        last, archive = end  # unchanged since this process's append: no read of its tail
+    else:
+        last, archive = _archive_end(directory)
     new = progress(mark, upto, parts, sending, last)
     # All delivered: nothing is pending on the archive as it is now.
     done = Record(DeliveryMark(last), archive) if new is None else Record(new, record.archive)
@@ -212,16 +229,22 @@ class KnownRecords:
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
-        self._known: OrderedDict[ConversationId, Record | None] = OrderedDict()
+        self._known: OrderedDict[ConversationId, tuple[Record | None, End | None]] = OrderedDict()
 
     def get(self, cid: ConversationId) -> Known:
         if cid not in self._known:
             return UNKNOWN
         self._known.move_to_end(cid)
-        return self._known[cid]
+        return self._known[cid][0]
 
-    def put(self, cid: ConversationId, record: Record | None) -> None:
-        self._known[cid] = record
+    def end(self, cid: ConversationId) -> End | None:
+        """The archive's end as this process's last append left it, if known: a delivery
+        after it need not read the archive's tail while the archive is still that one."""
+        known = self._known.get(cid)
+        return None if known is None else known[1]
+
+    def put(self, cid: ConversationId, record: Record | None, end: End | None = None) -> None:
+        self._known[cid] = (record, end)
         self._known.move_to_end(cid)
         while len(self._known) > self.capacity:
             self._known.popitem(last=False)
@@ -266,7 +289,7 @@ class FileDeliveries:
         # recording it would be taken for delivered.
         async with self._lock(cid):
             directory = self.conversation_dir(cid)
-            known = self._records.get(cid)
+            known, end = self._records.get(cid), self._records.end(cid)
             self._records.drop(cid)  # unknown, should the write fail
-            record = await asyncio.to_thread(set_mark, directory, upto, parts, sending, known)
-            self._records.put(cid, record)
+            record = await asyncio.to_thread(set_mark, directory, upto, parts, sending, known, end)
+            self._records.put(cid, record, end)  # the archive is as it was: its end too

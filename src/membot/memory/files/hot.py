@@ -21,6 +21,7 @@ from pathlib import Path
 from membot.ids import ConversationId
 from membot.memory.contract.models import ChatContext, ChatMeta, Message
 from membot.memory.files.archive import read_tail, read_text
+from membot.memory.files.delivery import UNKNOWN, Known
 from membot.memory.files.layout import MESSAGES, SUMMARY, load_meta
 from membot.memory.files.smallfiles import FACTS, facts_signature, read_facts
 
@@ -40,6 +41,33 @@ class Hot:
     # facts.json as it was when read (smallfiles.facts_signature): a `membot mcp` beside the
     # bot may change the facts, the one write that is not this backend's own.
     facts_seen: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What this process keeps of a conversation before an append, true by its own writes
+    (memory/files/hot.py, delivery.py KnownRecords), so the append's worker thread does not
+    read it again: the archive's last message (`tail`: known; `last` None for an empty
+    archive), meta as `load_meta` reads it (None: read it) and the delivery record. Each read
+    spared is a few system calls, after each of which a worker thread waits for the
+    interpreter while the event loop holds it, and a line or a file parsed."""
+
+    tail: bool = False
+    last: Message | None = None
+    meta: ChatMeta | None = None
+    record: Known = UNKNOWN
+
+    @classmethod
+    def of(cls, hot: Hot | None, record: Known) -> Kept:
+        if hot is None:
+            return cls(record=record)
+        return cls(
+            tail=bool(hot.history) or hot.whole,
+            last=hot.history[-1] if hot.history else None,
+            # A meta rebuilt in memory (none on disk yet) is read again (hot.py `appended`).
+            meta=hot.meta if hot.meta.created_at is not None else None,
+            record=record,
+        )
 
 
 class HotContexts:

@@ -10,6 +10,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from membot.clock import utc_now
@@ -74,12 +75,14 @@ def meta_after_append(
     stored: Sequence[Message],
     *,
     new_file: bool,
+    meta: ChatMeta | None = None,
 ) -> None:
     """meta.json after an append of `stored` onto an archive whose last message was `last`
-    (blocking), when it needs rewriting at all."""
+    (blocking), when it needs rewriting at all. `meta`: as `load_meta` reads it before the
+    append, when the caller keeps it (the backend's context in memory), not read again."""
     # Meta as the archive had it before this turn (a lost meta write of the previous turn
     # is made good from its last line), then this turn's counters and state.
-    meta = load_meta(directory, cid, last=last, known=True)
+    meta = replace(meta) if meta is not None else load_meta(directory, cid, last=last, known=True)
     if (
         not new_file
         and meta.created_at is not None

@@ -43,12 +43,14 @@ from membot.memory.contract.attachment import check_file_key
 from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary
 from membot.memory.contract.state import ConversationState
 from membot.memory.files.archive import (
+    UNREAD,
     ForwardReader,
+    last_of,
     read_tail,
     read_text,
-    tail_of,
 )
 from membot.memory.files.delivery import (
+    End,
     FileDeliveries,
     KnownRecords,
     Record,
@@ -57,7 +59,7 @@ from membot.memory.files.delivery import (
     mark_pending,
 )
 from membot.memory.files.forget import FileForget
-from membot.memory.files.hot import Hot, HotContexts, read_context
+from membot.memory.files.hot import Hot, HotContexts, Kept, read_context
 from membot.memory.files.layout import (
     FILES,
     MESSAGES,
@@ -169,7 +171,7 @@ class FileRepository(FileDeliveries, FileForget):
             return []
         if state is not None:
             messages = [*messages[:-1], replace(messages[-1], state=state)]
-        stored, _ = await self._write(cid, self._append_sync, cid, messages, appends=True)
+        stored, _, _ = await self._write(cid, self._append_sync, cid, messages, appends=True)
         return stored
 
     async def save_summary(
@@ -226,7 +228,10 @@ class FileRepository(FileDeliveries, FileForget):
         """
         async with self._lock(cid):
             hot = self._hot.pop(cid)
+            record = self._records.get(cid)
             self._records.drop(cid)
+            if appends:  # what it need not read again
+                args = (*args, Kept.of(hot, record))
             work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
             try:
                 result = await asyncio.shield(work)
@@ -236,8 +241,8 @@ class FileRepository(FileDeliveries, FileForget):
                         await asyncio.wait({work})
                 raise
             if appends:
-                stored, record = cast("tuple[list[Message], Record | None]", result)
-                self._records.put(cid, record)
+                stored, after, end = cast("tuple[list[Message], Record | None, End]", result)
+                self._records.put(cid, after, end)
                 if hot is not None:
                     self._hot.appended(cid, hot, stored)
             elif keeps is not None and hot is not None and (kept := keeps(hot, result)):
@@ -250,9 +255,10 @@ class FileRepository(FileDeliveries, FileForget):
     # -- sync internals (worker threads) --------------------------------------------------
 
     def _append_sync(
-        self, cid: ConversationId, messages: Sequence[Message]
-    ) -> tuple[list[Message], Record | None]:
-        """The messages stored, and the chat's delivery record afterwards."""
+        self, cid: ConversationId, messages: Sequence[Message], kept: Kept
+    ) -> tuple[list[Message], Record | None, End]:
+        """The messages stored, the chat's delivery record afterwards and the archive's end
+        (its last seq, and what it is) after the write."""
         directory = self.conversation_dir(cid)
         path = directory / MESSAGES
         new_dir = not directory.is_dir()
@@ -263,14 +269,14 @@ class FileRepository(FileDeliveries, FileForget):
                 fsync_dir(parent)
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
-            last, torn, size = tail_of(fd, 1, path)
-            before = identity(os.fstat(fd))
-            seq = last[0].seq if last else 0
+            last, torn, st = last_of(fd, path, kept.last if kept.tail else UNREAD)
+            size, before = st.st_size, identity(st)
+            seq = last.seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
             to_send = any(m.delivery is not None for m in stored)
             record: Record | None = None
             if to_send:  # before the answer is there to be missed
-                record = mark_pending(directory, seq, before)
+                record = mark_pending(directory, seq, before, kept.record)
             payload = "".join(m.to_json() + "\n" for m in stored).encode()
             if torn:
                 # A crash tore the last line: end it so our first line starts clean.
@@ -282,9 +288,9 @@ class FileRepository(FileDeliveries, FileForget):
         finally:
             os.close(fd)
         if not to_send:
-            record = follow(directory, before, after, stored[-1].seq)
+            record = follow(directory, before, after, stored[-1].seq, kept.record)
         if size == 0:
             # A new file: its directory entry must be durable too, like its first lines.
             fsync_dir(directory)
-        meta_after_append(directory, cid, last[0] if last else None, stored, new_file=size == 0)
-        return stored, record
+        meta_after_append(directory, cid, last, stored, new_file=size == 0, meta=kept.meta)
+        return stored, record, (stored[-1].seq, after)
