@@ -12,10 +12,9 @@ Both bots run in the same process, each against its own fake Telegram (two polle
 token would conflict) and a shared zero-latency fake LLM. membot runs with its defaults
 (window 20, every built-in tool declared, summaries every 20 messages, typing indicator,
 Markdown rendering, fsync'd files in a temporary DATA_DIR). The bots take turns in every
-round, the order rotating, so machine drift hits them alike; at 1 chat each bot runs three
-times a round, in turn (Plan.runs). Each figure is the median over the runs, and each ratio
-(and CPU difference) the median of the ratios of runs made next to each other, so that a
-machine whose speed drifts during the run compares runs made next to each other.
+round, the order rotating, so machine drift hits them alike; each figure is the median over
+the rounds, and each ratio (and CPU difference) the median of the rounds' own ratios, so that
+a machine whose speed drifts during the run compares runs made next to each other.
 
 The fakes share the bots' CPU (one event loop): their cost is in both bots' figures, which
 makes the ratio somewhat kinder to the slower bot than a separate-process setup would be.
@@ -92,27 +91,17 @@ class Plan:
     rounds: int
     per_chat: dict[str, int]  # case -> messages per chat in one run
     warmup_per_chat: int
-    # case -> runs of each bot in a round, in turn (A B A B ...): at 1 chat a run of 150
-    # answers takes about a second, and this machine's speed drifts by a fifth within
-    # seconds, so a round's ratio varied 1.05-1.35x; three runs of 50 answers a round, each
-    # next to the other bot's, give three times the ratios to take the median of.
-    runs: dict[str, int]
-
-    def runs_of(self, case: str) -> int:
-        return self.runs.get(case, 1)
 
 
 FULL = Plan(
     rounds=5,
-    per_chat={"1 chat": 50, "40 chats": 8, "1 chat, 200 ms model": 10},
+    per_chat={"1 chat": 150, "40 chats": 8, "1 chat, 200 ms model": 10},
     warmup_per_chat=3,
-    runs={"1 chat": 3},
 )
 QUICK = Plan(
     rounds=2,
     per_chat={"1 chat": 30, "40 chats": 2, "1 chat, 200 ms model": 3},
     warmup_per_chat=1,
-    runs={},
 )
 
 
@@ -160,7 +149,7 @@ async def run(quick: bool = False) -> tuple[list[Row], dict[str, Any]]:
                     order = [n for n in BOTS[shift:] + BOTS[:shift] if n in bots]
                     for case in CASES:
                         llm.latency = case.latency
-                        for name in order * plan.runs_of(case.name):
+                        for name in order:
                             if not _runs(name, case):
                                 continue
                             cpu = time.process_time()
@@ -195,10 +184,9 @@ def _shed(llm: FakeLLM, telegrams: list[TimedTelegram]) -> None:
 
 
 def _paired_ratio(runs: list[Measured], reference: list[Measured]) -> float:
-    """The median of the throughput ratios of the bots' i-th runs, which are adjacent in
-    time (the same round, the same turn in it), so a machine that speeds up or slows down
-    during the bench (seen here: 2x over five rounds) cancels out; a ratio of the two
-    medians would compare runs from different rounds."""
+    """The median of each round's throughput ratio. A round's runs are adjacent in time, so
+    a machine that speeds up or slows down during the bench (seen here: 2x over five rounds)
+    cancels out; a ratio of the two medians would compare runs from different rounds."""
     pairs = zip(runs, reference, strict=True)
     return median([a.stats.throughput / b.stats.throughput for a, b in pairs])
 
@@ -218,11 +206,9 @@ def _rows(results: dict[str, dict[str, list[Measured]]], plan: Plan) -> list[Row
     for case in CASES:
         per_chat = plan.per_chat[case.name]
         answers = case.concurrency * per_chat
-        runs = plan.runs_of(case.name)
-        each = f", {runs} of each bot a round, in turn" if runs > 1 else ""
         note = (
-            f"{case.name}: median of {plan.rounds * runs} runs of {answers} answers "
-            f"({per_chat} per chat, one at a time{each})"
+            f"{case.name}: median of {plan.rounds} runs of {answers} answers "
+            f"({per_chat} per chat, one at a time)"
         )
         throughput: dict[str, float] = {}
         cpu: dict[str, float] = {}
