@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,13 +100,24 @@ def _joined(first: Block, second: Block) -> Block:
     return f"{kept}\n\n{more}", [*clipped, *moved]
 
 
-def _utf16_offsets(text: str) -> list[int]:
-    offsets = [0] * (len(text) + 1)
-    cum = 0
-    for i, ch in enumerate(text):
-        offsets[i] = cum
-        cum += 2 if ord(ch) > 0xFFFF else 1
-    offsets[len(text)] = cum
+# A character outside the Basic Multilingual Plane: two UTF-16 units (an emoji, mostly).
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _utf16_offsets(text: str) -> Sequence[int]:
+    """The UTF-16 offset of each character of `text`, and its length last. Made of ranges
+    (each stretch between two astral characters one), not character by character: a draft
+    renders its whole answer so far, and a loop in Python over 1,500 characters took about
+    0.2 ms a draft."""
+    astral = [m.start() for m in _ASTRAL.finditer(text)]
+    if not astral:
+        return range(len(text) + 1)
+    offsets: list[int] = []
+    start = 0
+    for before, at in enumerate(astral):  # `before` astral characters ahead of this stretch
+        offsets.extend(range(start + before, at + 1 + before))
+        start = at + 1
+    offsets.extend(range(start + len(astral), len(text) + 1 + len(astral)))
     return offsets
 
 
