@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from aiogram import Bot, Dispatcher
 from aiogram.client.default import DefaultBotProperties
-from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.methods import (
     DeleteWebhook,
@@ -38,6 +37,7 @@ from membot.bot.handlers import build_routers
 from membot.bot.handlers.chat_settings import ChatAdmins
 from membot.bot.limits import build_limits
 from membot.bot.middlewares import AccessMiddleware, ChatContext
+from membot.bot.session import JsonSession
 from membot.bot.throttle import Throttle
 from membot.bot.updates import RawUpdates
 from membot.config import QueueSettings, Settings
@@ -96,8 +96,8 @@ class MembotApp:
         self._allowed = limits.allowed_user_ids
         self.bot = Bot(
             token=telegram.token.get_secret_value(),
-            # orjson for the Bot API's JSON (each reply read, nested fields of each request).
-            session=AiohttpSession(
+            # Requests as JSON bodies (bot/session.py); orjson for the Bot API's JSON.
+            session=JsonSession(
                 api=TelegramAPIServer.from_base(telegram.api_base),
                 json_loads=orjson.loads,
                 json_dumps=_json,
