@@ -69,17 +69,19 @@ def _emptied(work: asyncio.Future[None]) -> None:
 class JournalFile:
     """The journal's file, in the journal's worker thread alone (Worker: one thread, its work
     in order). The descriptor appends go through stays open between them: an append is a
-    stat (the file still there), its write and its fdatasync, not also an open, a check for
-    a torn line, another stat and a close, each a system call after which a thread of Python
-    waits for the interpreter while the event loop holds it (the journal's append took 0.7
-    ms of a worker's time a message, of which 0.14 ms its own). This process is the
+    stat (the path still names that file), its write and its fdatasync, not also an open, a
+    check for a torn line, another stat and a close, each a system call after which a thread
+    of Python waits for the interpreter while the event loop holds it (the journal's append
+    took 0.7 ms of a worker's time a message, of which 0.14 ms its own). This process is the
     journal's only writer, so its size is known and its last line whole; a write that fails
     closes the descriptor, and the next append opens the file again and checks its end, as
-    the first one does."""
+    the first one does. A file deleted or moved aside by hand is made again, its directory
+    entry synced, so no line goes where a restart would not read it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
+        self._file: tuple[int, int] = (0, 0)  # while open: its (device, inode)
         self._size = 0  # while open: the file's size, as this process wrote it
 
     def append(
@@ -91,17 +93,16 @@ class JournalFile:
     ) -> int:
         """Append whole lines durably; the journal's size after it. `sync_dir` also makes the
         file's directory entry durable (the journal is truncated, never deleted: once is
-        enough). With `keep`, the journal is then rewritten with these lines alone if it has
-        reached `compact_bytes` (the append is durable first, whatever becomes of the
-        rewrite)."""
-        fd = self._fd
-        if fd is not None and os.fstat(fd).st_nlink == 0:
-            self.close()  # deleted by hand: a line written there would be lost, make it again
-            fd = None
+        enough, but for a file made again here). With `keep`, the journal is then rewritten
+        with these lines alone if it has reached `compact_bytes` (the append is durable first,
+        whatever becomes of the rewrite)."""
         try:
-            if fd is None:
+            fd = self._open()
+            if fd is None:  # opened now, or made again: its end checked, its entry synced
                 fd = self._fd = open_append(self.path)
-                self._size = os.fstat(fd).st_size
+                st = os.fstat(fd)
+                self._file, self._size = (st.st_dev, st.st_ino), st.st_size
+                sync_dir = sync_dir or st.st_size == 0
                 if ends_torn(fd):  # a crash tore the last line: end it first
                     payload = b"\n" + payload
             write_all(fd, payload)
@@ -115,6 +116,19 @@ class JournalFile:
         if keep is not None and self._size >= compact_bytes:
             return self.rewrite(b"".join(line + b"\n" for line in keep))
         return self._size
+
+    def _open(self) -> int | None:
+        """The descriptor kept, if the path still names its file; else None (closed)."""
+        if self._fd is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        if st is None or (st.st_dev, st.st_ino) != self._file:
+            self.close()  # deleted or moved aside by hand: a line written there would be lost
+            return None
+        return self._fd
 
     def truncate(self) -> None:
         # No sync: after a power cut the old, handled lines may come back, and each is checked

@@ -81,13 +81,13 @@ async def test_done_marks_ride_along_and_the_journal_holds_only_what_is_in_fligh
     assert on_disk(tmp_path) == [5]
 
 
-async def test_what_is_put_after_a_rewrite_or_a_deletion_is_in_the_journal_on_disk(
+async def test_what_is_put_after_a_rewrite_a_deletion_or_a_move_is_in_the_journal_on_disk(
     tmp_path: Path,
 ) -> None:
     """The journal keeps its file open between appends (intake/journal_files.py): a batch put
     after the journal was rewritten lands in the new file, not the one the rewrite replaced,
-    and one put after the file was deleted by hand is in a file made again. Either lost
-    would be a message a crash then loses."""
+    and one put after the file was deleted or moved aside by hand is in a file made again.
+    Any of them lost would be a message a crash then loses."""
     (tmp_path / INBOX).write_text(json.dumps(raw(7, "from the crashed run")) + "\n")
     journal = opened(tmp_path)
     await journal.replay(FileRepository(tmp_path))  # unanswered: rewritten at the next write
@@ -97,6 +97,13 @@ async def test_what_is_put_after_a_rewrite_or_a_deletion_is_in_the_journal_on_di
     (tmp_path / INBOX).unlink()
     await journal.put([update(10, "ten")])
     assert on_disk(tmp_path) == [10]
+    (tmp_path / INBOX).rename(tmp_path / "inbox.bak")
+    await journal.put([update(11, "eleven")])
+    assert on_disk(tmp_path) == [11]
+    (tmp_path / "empty").write_text("")
+    (tmp_path / "empty").replace(tmp_path / INBOX)  # another file put in its place
+    await journal.put([update(12, "twelve")])
+    assert on_disk(tmp_path) == [12]
     await journal.close()
 
 

@@ -482,6 +482,11 @@ async def test_the_context_kept_in_memory_is_what_a_restarted_bot_reads(tmp_path
     await same_as_on_disk()
     assert await summarize(repo, cid, "they talked", 1, 8)
     await same_as_on_disk()
+    # meta.json rewritten by a turn from the meta the summary left in memory.
+    await turn(61, consulting)
+    await same_as_on_disk()
+    await turn(62)
+    await same_as_on_disk()
     await repo.add_fact(cid, "likes tea", 10)
     await same_as_on_disk()
     await repo.set_state(cid, ConversationState())
@@ -542,7 +547,7 @@ async def test_the_delivery_kept_in_memory_is_what_a_restarted_bot_reads(tmp_pat
     """The backend keeps each chat's delivery record, and the archive's end after its own
     append, in memory (memory/files/delivery.py KnownRecords): an append does not read the
     record again, nor a delivery the archive's tail. After every step, the mark is what a bot
-    started afresh on the same directory reads, and so is the record on disk."""
+    started afresh on the same directory reads from disk."""
     repo = FileRepository(tmp_path)
     cid = tg(42)
 
