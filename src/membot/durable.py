@@ -37,9 +37,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def ends_torn(fd: int) -> bool:
-    """Whether the file ends in an unterminated line (a write cut short by a crash)."""
-    size = os.fstat(fd).st_size
+def ends_torn(fd: int, size: int | None = None) -> bool:
+    """Whether the file ends in an unterminated line (a write cut short by a crash). `size`:
+    the file's, when the caller has just read it."""
+    size = os.fstat(fd).st_size if size is None else size
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 

@@ -103,7 +103,7 @@ class JournalFile:
                 st = os.fstat(fd)
                 self._file, self._size = (st.st_dev, st.st_ino), st.st_size
                 sync_dir = sync_dir or st.st_size == 0
-                if ends_torn(fd):  # a crash tore the last line: end it first
+                if ends_torn(fd, st.st_size):  # a crash tore the last line: end it first
                     payload = b"\n" + payload
             write_all(fd, payload)
             fdatasync(fd)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from membot.durable import ends_torn
 from membot.errors import UNREADABLE
 from membot.memory.contract.models import CorruptRecord, Message, loads
 
@@ -57,24 +58,24 @@ def read_tail(path: Path, limit: int) -> list[Message]:
         os.close(fd)
 
 
-class _Unread:
+class Unread:
     """Not known: to be read from the archive."""
 
 
-UNREAD = _Unread()
+UNREAD = Unread()
 
 
 def last_of(
-    fd: int, path: Path, kept: Message | _Unread | None = UNREAD
+    fd: int, path: Path, kept: Message | Unread | None = UNREAD
 ) -> tuple[Message | None, bool, os.stat_result]:
     """An open archive's last readable message, whether its last line is torn, and its stat.
     `kept`: the last message as the caller keeps it (None: none), not read and parsed again;
     only the last byte is read, for the torn line."""
-    if isinstance(kept, _Unread):
+    if isinstance(kept, Unread):
         tail, torn, _ = tail_of(fd, 1, path)
         return (tail[0] if tail else None), torn, os.fstat(fd)
     st = os.fstat(fd)
-    return kept, st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n", st
+    return kept, ends_torn(fd, st.st_size), st
 
 
 def tail_of(fd: int, limit: int, path: Path) -> tuple[list[Message], bool, int]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from membot.ids import ConversationId
 from membot.memory.contract.models import ChatContext, ChatMeta, Message
-from membot.memory.files.archive import read_tail, read_text
+from membot.memory.files.archive import UNREAD, Unread, read_tail, read_text
 from membot.memory.files.delivery import UNKNOWN, Known
 from membot.memory.files.layout import MESSAGES, SUMMARY, load_meta
 from membot.memory.files.smallfiles import FACTS, facts_signature, read_facts
@@ -46,14 +46,13 @@ class Hot:
 @dataclass(frozen=True, slots=True)
 class Kept:
     """What this process keeps of a conversation before an append, true by its own writes
-    (memory/files/hot.py, delivery.py KnownRecords), so the append's worker thread does not
-    read it again: the archive's last message (`tail`: known; `last` None for an empty
-    archive), meta as `load_meta` reads it (None: read it) and the delivery record. Each read
+    (the context above, delivery.py KnownRecords), so the append's worker thread does not
+    read it again: the archive's last message (None for an empty archive, UNREAD: read it),
+    meta as `load_meta` reads it (None: read it) and the delivery record. Each read
     spared is a few system calls, after each of which a worker thread waits for the
     interpreter while the event loop holds it, and a line or a file parsed."""
 
-    tail: bool = False
-    last: Message | None = None
+    last: Message | Unread | None = UNREAD
     meta: ChatMeta | None = None
     record: Known = UNKNOWN
 
@@ -62,8 +61,7 @@ class Kept:
         if hot is None:
             return cls(record=record)
         return cls(
-            tail=bool(hot.history) or hot.whole,
-            last=hot.history[-1] if hot.history else None,
+            last=hot.history[-1] if hot.history else (None if hot.whole else UNREAD),
             # A meta rebuilt in memory (none on disk yet) is read again (hot.py `appended`).
             meta=hot.meta if hot.meta.created_at is not None else None,
             record=record,

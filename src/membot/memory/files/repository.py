@@ -43,7 +43,6 @@ from membot.memory.contract.attachment import check_file_key
 from membot.memory.contract.models import ChatContext, ChatMeta, Message, Summary
 from membot.memory.contract.state import ConversationState
 from membot.memory.files.archive import (
-    UNREAD,
     ForwardReader,
     last_of,
     read_tail,
@@ -269,7 +268,7 @@ class FileRepository(FileDeliveries, FileForget):
                 fsync_dir(parent)
         try:
             # One descriptor for all of it: the last seq, the torn-line check, the append.
-            last, torn, st = last_of(fd, path, kept.last if kept.tail else UNREAD)
+            last, torn, st = last_of(fd, path, kept.last)
             size, before = st.st_size, identity(st)
             seq = last.seq if last else 0
             stored = [replace(m, seq=seq + i) for i, m in enumerate(messages, 1)]
