@@ -73,6 +73,8 @@ class Fields(EnvSettings):
     tool_mode: ToolModeKind = "native"
     tool_max_iterations: int = Field(default=10, ge=1, le=50)
     tool_timeout: float = Field(default=30.0, gt=0, le=600)
+    # The most characters of one tool result the model is shown (a note says what was cut).
+    tool_result_chars: int = Field(default=8000, ge=500, le=200_000)
     # None means "every built-in tool"; an empty TOOLS= switches tools off.
     tool_names: ToolNames = Field(default=None, validation_alias="tools")
     # What one search_history result may hold, in estimated tokens (search/excerpts.py).

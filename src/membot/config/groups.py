@@ -108,6 +108,7 @@ class ToolSettings:
     timeout: float
     enabled: tuple[str, ...]
     search_budget_tokens: int  # the most one search_history result shows
+    result_chars: int  # the most of one tool result the model is shown
 
 
 @dataclass(frozen=True, slots=True)

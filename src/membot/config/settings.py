@@ -113,6 +113,7 @@ class Settings(Fields):
             timeout=self.tool_timeout,
             enabled=self.enabled_tools,
             search_budget_tokens=self.search_budget_tokens,
+            result_chars=self.tool_result_chars,
         )
 
     @property

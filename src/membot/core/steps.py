@@ -157,6 +157,11 @@ class ToolSteps:
                         produced.append(Message(role="assistant", content=text))
                     return await self._stopped(produced, "", request, cited, tool_ctx)
                 results = ran
+            # What an outside tool returned reaches the model now: from here on this turn
+            # keeps no fact from it.
+            tool_ctx.heard.update(
+                r.call.name for r in results if (t := registry.get(r.call.name)) and t.outside
+            )
             step = [
                 Message(
                     role="assistant",

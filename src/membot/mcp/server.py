@@ -261,6 +261,7 @@ class McpServer:
                     self._caller(original),
                     # The SDK ends the call at MCP_TOOL_TIMEOUT; this is only a backstop.
                     timeout=self.timeout + 5.0,
+                    outside=True,
                 )
             )
         self.tools = tuple(tools)

@@ -107,7 +107,11 @@ def build_agent(
     tools, conversation = settings.tools, settings.conversation
     registry = builtin.subset(tools.enabled)
     # The MCP servers' tools go through the same executor (each with MCP_TOOL_TIMEOUT).
-    executor = ToolExecutor(registry, timeout=tools.timeout) if registry or mcp else None
+    executor = (
+        ToolExecutor(registry, timeout=tools.timeout, max_result_chars=tools.result_chars)
+        if registry or mcp
+        else None
+    )
     tasks = tasks if tasks is not None else TaskSupervisor()
     # The index lives beside the archive it indexes: DATA_DIR/<conversation>/search.sqlite3.
     search = HistorySearch(repository, settings.storage.data_dir)

@@ -144,6 +144,7 @@ def test_load_settings_raises_one_line() -> None:
         ({"tool_mode": "xml"}, "TOOL_MODE", "native"),
         ({"tool_max_iterations": "0"}, "TOOL_MAX_ITERATIONS", "greater than"),
         ({"tool_timeout": "soon"}, "TOOL_TIMEOUT", "number"),
+        ({"tool_result_chars": "100"}, "TOOL_RESULT_CHARS", "greater than"),
         ({"tools": "calculate,rm_rf"}, "TOOLS", "unknown tool(s) rm_rf"),
     ],
 )

@@ -47,6 +47,9 @@ class TurnContext(ToolContext):
     recalled: Recalled = field(default_factory=Recalled)
     # forget_messages' way to ask the user (core/forget.py); None outside a Telegram chat.
     forgetting: ForgetDesk | None = None
+    # The tools from outside (an MCP server's) whose results the model has had this turn: the
+    # kept facts are not changed from them (core/tools/builtin.py `_from_the_user`).
+    heard: set[str] = field(default_factory=set)
 
     @property
     def label(self) -> str:

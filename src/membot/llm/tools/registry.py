@@ -85,6 +85,9 @@ class Tool:
     schema: dict[str, Any]
     # Seconds a call may take; None: the executor's (TOOL_TIMEOUT).
     timeout: float | None = None
+    # Its results come from outside the application (an MCP server's): data for the model,
+    # which may carry words meant to steer it. The application decides what that bars.
+    outside: bool = False
 
     def openai_schema(self) -> dict[str, Any]:
         return self.schema
@@ -192,6 +195,7 @@ def schema_tool(
     func: ToolFunc,
     *,
     timeout: float | None = None,
+    outside: bool = False,
 ) -> Tool:
     """A tool whose schema is given (`parameters`, a JSON schema of an object, in a form
     providers take) and whose `func` takes the arguments as keywords, unchecked."""
@@ -207,6 +211,7 @@ def schema_tool(
             "function": {"name": name, "description": description, "parameters": parameters},
         },
         timeout=timeout,
+        outside=outside,
     )
 
 
