@@ -93,9 +93,11 @@ class Plan:
     warmup_per_chat: int
 
 
+# Seven rounds, 250 answers a round at 1 chat: with five of 150 the 1-chat ratio's median
+# moved 1.05-1.25x between two runs on one machine (rounds 0.89-1.34x), half a minute apart.
 FULL = Plan(
-    rounds=5,
-    per_chat={"1 chat": 150, "40 chats": 8, "1 chat, 200 ms model": 10},
+    rounds=7,
+    per_chat={"1 chat": 250, "40 chats": 8, "1 chat, 200 ms model": 10},
     warmup_per_chat=3,
 )
 QUICK = Plan(
