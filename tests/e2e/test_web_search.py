@@ -3,7 +3,8 @@
 through the real client: the sources shown under the answer in Telegram as numbered links (a
 long answer with them still split within Telegram's limits, and resent the same after a
 kill -9), kept in the archive, shown to the model in the next turn; returned by the API and in
-its SSE `done`; /search off takes the web search out of the request."""
+its SSE `done`; found again by search_history; /search off takes the web search out of the
+request."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.api_support import StartApi
 from tests.conftest import StartBot, bot_env
 from tests.e2e.helpers import roles_and_texts, stored
 from tests.e2e.processes import Runs
+from tests.e2e.test_tools import native_call, tool_messages, tool_step
 from tests.fakes import FakeLLM, FakeTelegram, Reply, utf16_len
 from tests.fakes.telegram.records import SentMessage
 
@@ -88,6 +90,13 @@ async def test_sources_are_links_under_the_answer_kept_and_shown_to_the_model_ne
         f"2. {PAGES[1][1]}: {PAGES[1][0]}]"
     )
     assert "sources" not in stored(data_dir, CHAT)[-1]
+
+    # Later, search_history finds the link by what the page was about.
+    find = native_call("search_history", {"query": "Thursday hours"})
+    llm.script(*tool_step(None, find, then="Here it is."))
+    [found] = await ask(tg, CHAT, "What was that news about the museum?")
+    assert found.text == "Here it is."
+    assert PAGES[1][0] in tool_messages(llm.chat_requests[-1])[0]["content"]
 
 
 async def test_in_a_group_the_plain_answer_carries_its_sources_too(
