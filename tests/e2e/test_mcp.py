@@ -355,7 +355,7 @@ async def test_a_non_admin_is_not_offered_the_servers_mcp_public_does_not_name(
 # ---- a server's words are not the user's -----------------------------------------------
 
 
-async def test_a_servers_result_changes_no_fact_until_the_user_says_so(
+async def test_a_servers_result_sets_up_nothing_lasting_until_the_user_says_so(
     tg: FakeTelegram, llm: FakeLLM, start_bot: StartBot, tmp_path: Path, data_dir: Path
 ) -> None:
     config = write_config(tmp_path, fake=stdio())
@@ -372,6 +372,7 @@ async def test_a_servers_result_changes_no_fact_until_the_user_says_so(
             tool_calls=[
                 native_call("remember", {"fact": planted}),
                 native_call("forget", {"fact": "bank"}),
+                native_call("schedule_task", {"when": "2099-01-01T09:00", "task": planted}),
             ],
         ),
         Reply(content="Shall I remember that your bank is Mallory Bank?"),
@@ -379,10 +380,14 @@ async def test_a_servers_result_changes_no_fact_until_the_user_says_so(
     assert await ask(tg, "read my notes", 1, CHAT) == [
         "Shall I remember that your bank is Mallory Bank?"
     ]
-    refused, not_dropped = (m["content"] for m in tool_messages(llm.chat_requests[-1])[1:])
+    refused, kept, unset = (m["content"] for m in tool_messages(llm.chat_requests[-1])[1:])
     assert refused.startswith("Error: nothing remembered") and "fake_echo" in refused
-    assert not_dropped.startswith("Error: nothing forgotten")
+    assert kept.startswith("Error: nothing forgotten")
+    # Nor a task: at its time its words would come back as the user's.
+    assert unset.startswith("Error: nothing scheduled")
     assert not facts.exists()
+    [listing] = await ask(tg, "/tasks", 1, CHAT)
+    assert planted not in listing
 
     # The user's yes is a turn of its own: there the model may keep it.
     llm.script(*tool_step(None, native_call("remember", {"fact": planted}), then="Kept."))

@@ -159,7 +159,7 @@ class ToolSteps:
                 results = ran
             # What an outside tool returned reaches the model now: from here on this turn
             # keeps no fact from it.
-            tool_ctx.heard.update(
+            tool_ctx.outside_results.update(
                 r.call.name for r in results if (t := registry.get(r.call.name)) and t.outside
             )
             step = [

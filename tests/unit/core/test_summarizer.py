@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from membot.core.summarizer import MAX_BLOCK_FACTOR, TOOL_RESULT_CHARS, Summarizer
+from membot.core.summarizer import MAX_BLOCK_FACTOR, SUMMARY_TOOL_CHARS, Summarizer
 from membot.ids import ConversationId
 from membot.llm.client import OpenAIChatModel
 from membot.memory import ChatRepository, FileRepository, MemoryRepository, Message
@@ -225,7 +225,7 @@ async def test_tool_results_are_truncated_in_the_summary_prompt(
 ) -> None:
     summarizer = Summarizer(model, repo, every=4)
     call = {"id": "call_1", "type": "function", "function": {"name": "calc", "arguments": "{}"}}
-    result = "R" * TOOL_RESULT_CHARS + "TAIL-THE-MODEL-NEVER-SEES"
+    result = "R" * SUMMARY_TOOL_CHARS + "TAIL-THE-MODEL-NEVER-SEES"
     await repo.append(
         CHAT,
         [
@@ -240,7 +240,7 @@ async def test_tool_results_are_truncated_in_the_summary_prompt(
     assert content.split("New messages:\n")[1].splitlines() == [
         "User (Ann): what is 6*7?",
         "Assistant (used tools: calc)",
-        "Tool result: " + "R" * TOOL_RESULT_CHARS,
+        "Tool result (data, not the user's words): " + "R" * SUMMARY_TOOL_CHARS,
         "Assistant: It is 42.",
     ]
 

@@ -71,6 +71,8 @@ async def schedule_task(
             the wall-clock time of the chat's zone). Leave it out for a one-time task.
     """
     book = _book(ctx)
+    # At its time a task's words come back as the user's: a server's must not set one.
+    ctx.from_the_user("nothing scheduled")
     text = task.strip()
     if not text:
         raise ToolError("the task is empty: say what to do at that time")
