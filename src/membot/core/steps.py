@@ -157,8 +157,8 @@ class ToolSteps:
                         produced.append(Message(role="assistant", content=text))
                     return await self._stopped(produced, "", request, cited, tool_ctx)
                 results = ran
-            # What an outside tool returned reaches the model now: from here on this turn
-            # keeps no fact from it.
+            # What an outside tool returned reaches the model now: from here on this turn sets
+            # nothing lasting up (TurnContext.from_the_user).
             tool_ctx.outside_results.update(
                 r.call.name for r in results if (t := registry.get(r.call.name)) and t.outside
             )

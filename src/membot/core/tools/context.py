@@ -48,8 +48,7 @@ class TurnContext(ToolContext):
     # forget_messages' way to ask the user (core/forget.py); None outside a Telegram chat.
     forgetting: ForgetDesk | None = None
     # The tools from outside (an MCP server's) whose results the model has had this turn:
-    # nothing lasting (a kept fact, a task) is set up in the turn after them
-    # (core/tools/context.py `from_the_user`).
+    # for the rest of the turn nothing lasting (a kept fact, a task) is set up.
     outside_results: set[str] = field(default_factory=set)
 
     def from_the_user(self, refused: str) -> None:
